@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Tandem developer/CI setup for Debian 12 (run as root; idempotent, fast on re-runs).
+#   1. apt packages (apt-get update only when something is missing)
+#   2. Python venv at $REPO/.venv (system site packages: Debian's torch must be visible)
+#   3. the test model zoo in $REPO/zoo (regenerated only when the generator scripts change)
+# Environment: TANDEM_SKIP_ZOO=1 skips step 3; TANDEM_FORCE_ZOO=1 regenerates it.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+
+log() { echo "setup: $*"; }
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  libdnnl-dev ocl-icd-opencl-dev
+  nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3-venv python3-numpy python3-torch python3-torchvision
+)
+PIP_REQUIREMENTS=("numpy<2" "onnx==1.17.0" "onnxruntime==1.20.1")
+
+# ---- 1. apt -----------------------------------------------------------------
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  status="$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)"
+  [[ "$status" == "installed" ]] || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  log "installing apt packages: ${missing[*]}"
+  if [[ $EUID -ne 0 ]]; then SUDO=sudo; else SUDO=; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get -o DPkg::Lock::Timeout=600 update -q
+  $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}"
+else
+  log "apt packages present (${#APT_PACKAGES[@]})"
+fi
+
+# ---- 2. venv ----------------------------------------------------------------
+VENV="$REPO/.venv"
+PY="$VENV/bin/python"
+STAMP="$VENV/.tandem-requirements"
+REQ_STRING="${PIP_REQUIREMENTS[*]}"
+if [[ ! -x "$PY" ]]; then
+  log "creating venv $VENV"
+  /usr/bin/python3 -m venv --system-site-packages "$VENV"
+fi
+if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$REQ_STRING" ]]; then
+  log "pip installing $REQ_STRING"
+  "$PY" -m pip install -q --disable-pip-version-check "${PIP_REQUIREMENTS[@]}"
+  "$PY" -c "import numpy, onnx, onnxruntime, torch, torchvision" \
+    || { echo "setup: ERROR: venv imports failed" >&2; exit 1; }
+  printf '%s' "$REQ_STRING" > "$STAMP"
+else
+  log "venv up to date ($REQ_STRING)"
+fi
+
+# ---- 3. model zoo -----------------------------------------------------------
+if [[ "${TANDEM_SKIP_ZOO:-0}" == "1" ]]; then
+  log "zoo skipped (TANDEM_SKIP_ZOO=1)"
+  exit 0
+fi
+MANIFEST="$REPO/zoo/manifest.json"
+BAD_CASES="$REPO/zoo/bad/cases.json"
+need_zoo=0
+if [[ "${TANDEM_FORCE_ZOO:-0}" == "1" || ! -f "$MANIFEST" || ! -f "$BAD_CASES" ]]; then
+  need_zoo=1
+else
+  for f in tools/make_zoo.py tools/make_bad_inputs.py tools/zoo_common.py "$STAMP"; do
+    if [[ -f "$f" && "$f" -nt "$MANIFEST" ]]; then need_zoo=1; fi
+  done
+fi
+if ((need_zoo)); then
+  log "generating model zoo in zoo/"
+  start=$SECONDS
+  rm -rf "$REPO/zoo"
+  "$PY" tools/make_zoo.py --out zoo
+  "$PY" tools/make_bad_inputs.py --out zoo/bad
+  # the manifest is the freshness stamp: make it the newest file
+  touch "$MANIFEST"
+  log "zoo generated in $((SECONDS - start)) s"
+else
+  log "zoo up to date (zoo/manifest.json newer than tools/)"
+fi
+log "done"

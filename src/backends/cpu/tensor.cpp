@@ -1,0 +1,7 @@
+#include "backends/cpu/kernel_registry.h"
+
+namespace tandem::cpu {
+
+void register_tensor_kernels(KernelRegistry& registry) {}
+
+}  // namespace tandem::cpu

@@ -1,0 +1,39 @@
+#pragma once
+#include <memory>
+#include <span>
+#include <string>
+
+#include "ir/graph.h"
+
+namespace tandem {
+
+// What a kernel is built from, once, before any run. Shapes may hold dynamic dims; weights and
+// other constant inputs are visible so a backend can pre-pack them.
+struct KernelSpec {
+  const Node& node;
+  int opset;
+  std::span<const TensorType> input_types;
+  std::span<const TensorType> output_types;
+  std::span<const Tensor* const> constant_inputs;  // nullptr where the input is not constant
+};
+
+// A compiled op on one device. Outputs arrive allocated with their inferred shapes, except
+// for ops with data-dependent shapes, whose kernels allocate them.
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) = 0;
+};
+
+// One device of a backend: says what it can run and compiles kernels for it. The planner asks
+// `supports`; the runtime calls `compile` and runs the kernels.
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual std::string name() const = 0;
+  virtual bool supports(const Node& node) const = 0;
+  // Throws InputError naming the node when the op cannot run here.
+  virtual std::unique_ptr<Kernel> compile(const KernelSpec& spec) = 0;
+};
+
+}  // namespace tandem

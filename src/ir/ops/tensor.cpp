@@ -1,0 +1,8 @@
+#include "ir/op_schema.h"
+#include "ir/ops/families.h"
+
+namespace tandem {
+
+void register_tensor_ops(OpRegistry& registry) {}
+
+}  // namespace tandem
