@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 ORT_THREADS = 2
 

@@ -1,0 +1,42 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include "onnx/importer.h"
+
+namespace tandem::cli {
+
+// Exit statuses, the same for every verb.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitMismatch = 1;  // outputs differ from --expect
+inline constexpr int kExitBadInput = 2;  // a file or option that cannot be used
+inline constexpr int kExitInternal = 3;  // a bug in Tandem
+
+struct ModelOptions {
+  std::string model;
+  std::vector<std::string> dims;    // NAME=N
+  std::vector<std::string> shapes;  // NAME=AxBxC
+  bool json = false;
+};
+
+struct InspectOptions : ModelOptions {};
+
+struct RunOptions : ModelOptions {
+  std::vector<std::string> inputs;   // NAME=FILE.npy
+  std::vector<std::string> expects;  // NAME=FILE.npy
+  std::string output_dir;
+  int threads = 0;
+  uint64_t seed = 0;
+  int warmup = 1;
+  int iterations = 10;
+};
+
+int inspect_command(const InspectOptions& options);
+int run_command(const RunOptions& options);
+
+// Parses --dim/--shape into importer options and loads the model, with progress on stderr.
+ImportedModel load_model(const ModelOptions& options);
+// Splits "NAME=VALUE"; throws InputError naming the option otherwise.
+std::pair<std::string, std::string> split_assignment(const std::string& text, const std::string& option);
+
+}  // namespace tandem::cli

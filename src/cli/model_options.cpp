@@ -1,0 +1,67 @@
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "ir/error.h"
+
+namespace tandem::cli {
+
+std::pair<std::string, std::string> split_assignment(const std::string& text, const std::string& option) {
+  const size_t equals = text.find('=');
+  if (equals == std::string::npos || equals == 0 || equals + 1 == text.size()) {
+    throw InputError(option + " " + text, "expected NAME=VALUE");
+  }
+  return {text.substr(0, equals), text.substr(equals + 1)};
+}
+
+namespace {
+
+int64_t parse_dimension(const std::string& text, const std::string& option) {
+  size_t used = 0;
+  int64_t value = -1;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != text.size() || value < 0 || value > kMaxElements) {
+    throw InputError(option, "'" + text + "' is not a valid dimension");
+  }
+  return value;
+}
+
+}  // namespace
+
+ImportedModel load_model(const ModelOptions& options) {
+  ImportOptions import;
+  for (const std::string& dim : options.dims) {
+    auto [name, value] = split_assignment(dim, "--dim");
+    import.dims[name] = parse_dimension(value, "--dim " + dim);
+  }
+  for (const std::string& shape : options.shapes) {
+    auto [name, value] = split_assignment(shape, "--shape");
+    Shape dims;
+    size_t start = 0;
+    while (start <= value.size()) {
+      const size_t end = std::min(value.find('x', start), value.size());
+      dims.push_back(parse_dimension(value.substr(start, end - start), "--shape " + shape));
+      start = end + 1;
+    }
+    import.shapes[name] = dims;
+  }
+  const bool interactive = isatty(fileno(stderr));
+  import.progress = [interactive, last = -1](size_t done, size_t total) mutable {
+    if (!interactive || total < (size_t{64} << 20)) return;
+    const int percent = static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total));
+    if (percent == last) return;
+    last = percent;
+    std::fprintf(stderr, "\rloading weights %3d%%%s", percent, done == total ? "\n" : "");
+  };
+  ImportedModel model = import_onnx(options.model, import);
+  for (const std::string& name : model.unbound_dims) {
+    if (!options.json) std::fprintf(stderr, "note: symbolic dimension '%s' bound to 1 (set it with --dim %s=N)\n", name.c_str(), name.c_str());
+  }
+  return model;
+}
+
+}  // namespace tandem::cli

@@ -1,0 +1,129 @@
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "backends/cpu/cpu_device.h"
+#include "cli/commands.h"
+#include "ir/error.h"
+#include "report/model_summary.h"
+#include "report/run_report.h"
+#include "runtime/executor.h"
+#include "util/compare.h"
+#include "util/npy.h"
+#include "util/random_tensor.h"
+
+namespace tandem::cli {
+namespace {
+
+std::vector<Tensor> prepare_inputs(const Graph& graph, const RunOptions& options) {
+  std::map<std::string, std::string> files;
+  for (const std::string& text : options.inputs) {
+    auto [name, file] = split_assignment(text, "--input");
+    if (graph.find_value(name) < 0 ||
+        std::find(graph.inputs.begin(), graph.inputs.end(), graph.find_value(name)) == graph.inputs.end()) {
+      throw InputError("--input " + text, "the model has no input '" + name + "'");
+    }
+    files[name] = file;
+  }
+  std::mt19937_64 rng(options.seed);
+  std::vector<Tensor> inputs;
+  for (int id : graph.inputs) {
+    const Value& value = graph.values[id];
+    auto file = files.find(value.name);
+    if (file == files.end()) {
+      inputs.push_back(random_tensor(value.type.dtype, value.type.shape, rng));
+      continue;
+    }
+    Tensor tensor = read_npy(file->second);
+    if (tensor.dtype() != value.type.dtype) {
+      throw InputError(file->second, "dtype " + std::string(dtype_name(tensor.dtype())) + " does not match input '" +
+                                         value.name + "' (" + std::string(dtype_name(value.type.dtype)) + ")");
+    }
+    if (tensor.shape() != value.type.shape) {
+      throw InputError(file->second, "shape " + shape_str(tensor.shape()) + " does not match input '" + value.name +
+                                         "' (" + shape_str(value.type.shape) + "; bind dims with --dim or --shape)");
+    }
+    inputs.push_back(tensor);
+  }
+  return inputs;
+}
+
+std::string file_name_for(std::string name) {
+  for (char& c : name) {
+    if (c == '/' || c == '\\' || c == ':' || c == ' ') c = '_';
+  }
+  return name + ".npy";
+}
+
+}  // namespace
+
+int run_command(const RunOptions& options) {
+  cpu::set_cpu_threads(options.threads);
+  const ImportedModel model = load_model(options);
+  const Graph& graph = model.graph;
+  std::map<std::string, Tensor> expected;
+  for (const std::string& text : options.expects) {
+    auto [name, file] = split_assignment(text, "--expect");
+    const int id = graph.find_value(name);
+    if (id < 0 || std::find(graph.outputs.begin(), graph.outputs.end(), id) == graph.outputs.end()) {
+      throw InputError("--expect " + text, "the model has no output '" + name + "'");
+    }
+    expected[name] = read_npy(file);
+  }
+  const std::vector<Tensor> inputs = prepare_inputs(graph, options);
+
+  cpu::CpuDevice device;
+  GraphExecutor executor(graph, device);
+  const bool interactive = isatty(fileno(stderr)) && !options.json;
+  const int total_runs = options.warmup + options.iterations;
+  std::vector<double> latencies_ms;
+  std::vector<Tensor> outputs;
+  const auto started = std::chrono::steady_clock::now();
+  for (int i = 0; i < total_runs; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    outputs = executor.run(inputs);
+    const auto end = std::chrono::steady_clock::now();
+    if (i >= options.warmup) latencies_ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
+    if (interactive && end - started > std::chrono::seconds(2)) {
+      std::fprintf(stderr, "\rrun %d/%d", i + 1, total_runs);
+      if (i + 1 == total_runs) std::fprintf(stderr, "\n");
+    }
+  }
+
+  RunReport report;
+  report.model = model.path;
+  report.threads = cpu::cpu_threads();
+  report.batch = graph.inputs.empty() || graph.values[graph.inputs[0]].type.shape.empty()
+                     ? 1 : graph.values[graph.inputs[0]].type.shape[0];
+  report.latencies_ms = latencies_ms;
+  report.arena_bytes = executor.memory_plan().arena_bytes;
+  report.unplanned_bytes = executor.memory_plan().requested_bytes;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string& name = graph.values[graph.outputs[i]].name;
+    report.outputs.push_back({name, outputs[i]});
+    auto reference = expected.find(name);
+    if (reference != expected.end()) report.checks.push_back({name, compare_tensors(outputs[i], reference->second)});
+  }
+  if (!options.output_dir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(options.output_dir, error);
+    if (error) throw InputError(options.output_dir, "cannot create the folder: " + error.message());
+    for (const auto& [name, tensor] : report.outputs) {
+      write_npy((std::filesystem::path(options.output_dir) / file_name_for(name)).string(), tensor);
+    }
+  }
+  std::printf("%s\n", options.json ? run_report_json(report).dump(2).c_str() : render_run_report(report).c_str());
+  for (const auto& [name, comparison] : report.checks) {
+    if (comparison.matches) continue;
+    std::fprintf(stderr, "tandem: mismatch: %s\n", describe_mismatch(name, comparison).c_str());
+    return kExitMismatch;
+  }
+  return kExitOk;
+}
+
+}  // namespace tandem::cli

@@ -1,0 +1,152 @@
+#include "ir/infer.h"
+
+#include <algorithm>
+
+#include "ir/error.h"
+#include "ir/op_schema.h"
+
+namespace tandem {
+namespace {
+
+const OpSchema& schema_for(const Node& node) {
+  if (!node.domain.empty() && node.domain != "ai.onnx") {
+    throw InputError(node.label() + ": op domain '" + node.domain + "' is not supported");
+  }
+  const OpSchema* schema = OpRegistry::instance().find(node.op_type);
+  if (!schema) throw InputError(node.label() + ": unsupported op '" + node.op_type + "'");
+  return *schema;
+}
+
+// Gives a subgraph's outer-scope values the types (and constant contents) of the values they
+// name in `scope`.
+void bind_outer_scope(const Graph& scope, Graph& subgraph) {
+  for (int id : subgraph.outer_scope_values()) {
+    Value& captured = subgraph.values[id];
+    const int outer = scope.find_value(captured.name);
+    if (outer < 0) {
+      throw InputError("subgraph reads '" + captured.name + "', which no enclosing graph defines");
+    }
+    captured.type = scope.values[outer].type;
+    captured.constant = scope.values[outer].constant;
+  }
+}
+
+void infer_node_subgraphs(const Graph& graph, Node& node) {
+  for (auto& [key, attr] : node.attributes) {
+    auto* sub = std::get_if<std::shared_ptr<Graph>>(&attr);
+    if (!sub) continue;
+    Graph& subgraph = **sub;
+    bind_outer_scope(graph, subgraph);
+    if (node.op_type == "Loop") {
+      // Body inputs: iteration number, condition, then the loop-carried values.
+      if (subgraph.inputs.size() < 2 || subgraph.inputs.size() != node.inputs.size()) {
+        throw InputError(node.label() + ": the body must take 2 + N inputs for N loop-carried values");
+      }
+      subgraph.values[subgraph.inputs[0]].type = {DType::kInt64, {}};
+      subgraph.values[subgraph.inputs[1]].type = {DType::kBool, {}};
+      for (size_t i = 2; i < node.inputs.size(); ++i) {
+        if (node.inputs[i] < 0) throw InputError(node.label() + ": loop-carried input " + std::to_string(i) + " is missing");
+        TensorType& formal = subgraph.values[subgraph.inputs[i]].type;
+        const TensorType& actual = graph.values[node.inputs[i]].type;
+        formal.dtype = actual.dtype;
+        // A carried value may change shape between iterations unless the body declares it.
+        if (formal.shape.size() != actual.shape.size()) formal.shape.assign(actual.shape.size(), kDynamicDim);
+      }
+    }
+    infer_subgraph(subgraph);
+  }
+}
+
+void set_cost(const Graph& graph, Node& node, const OpSchema& schema) {
+  std::vector<TensorType> inputs, outputs;
+  for (int id : node.inputs) inputs.push_back(id >= 0 ? graph.values[id].type : TensorType{});
+  for (int id : node.outputs) outputs.push_back(id >= 0 ? graph.values[id].type : TensorType{});
+  node.cost = schema.cost ? schema.cost(node, inputs, outputs) : default_cost(node, inputs, outputs);
+  for (const auto& [key, attr] : node.attributes) {
+    if (const auto* sub = std::get_if<std::shared_ptr<Graph>>(&attr)) {
+      for (const Node& inner : (*sub)->nodes) {
+        node.cost.flops += inner.cost.flops;
+        node.cost.bytes += inner.cost.bytes;
+      }
+    }
+  }
+}
+
+void infer_nodes(Graph& graph) {
+  std::vector<bool> folded(graph.nodes.size(), false);
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    Node& node = graph.nodes[n];
+    const OpSchema& schema = schema_for(node);
+    const int arity = static_cast<int>(node.inputs.size());
+    if (arity < schema.min_inputs || arity > schema.max_inputs) {
+      throw InputError(node.label() + ": takes " + std::to_string(schema.min_inputs) + " to " +
+                       std::to_string(schema.max_inputs) + " inputs, got " + std::to_string(arity));
+    }
+    infer_node_subgraphs(graph, node);
+    std::vector<ValueInfo> inputs;
+    for (int id : node.inputs) {
+      if (id < 0) {
+        inputs.emplace_back();
+        continue;
+      }
+      const Value& v = graph.values[id];
+      if (v.type.dtype == DType::kUndefined) {
+        throw InputError(node.label() + ": input '" + v.name + "' has no known type");
+      }
+      inputs.push_back({v.type.dtype, v.type.shape, v.is_constant() ? &v.constant : nullptr});
+    }
+    InferContext context(node, graph.opset, inputs);
+    std::vector<InferredOutput> outputs;
+    try {
+      outputs = schema.infer(context);
+    } catch (const InputError& e) {
+      // Errors from shared helpers (broadcasting, axes) don't know the node: name it here.
+      const std::string what = e.what();
+      if (what.rfind(node.label(), 0) == 0) throw;
+      throw InputError(node.label() + ": " + what);
+    }
+    if (outputs.size() < node.outputs.size()) {
+      throw InputError(node.label() + ": has " + std::to_string(node.outputs.size()) +
+                       " outputs, the op produces at most " + std::to_string(outputs.size()));
+    }
+    bool all_known = !node.outputs.empty();
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      const int id = node.outputs[i];
+      if (id < 0) continue;
+      Value& out = graph.values[id];
+      out.type = {outputs[i].dtype, outputs[i].shape};
+      if (outputs[i].value.defined()) {
+        out.constant = outputs[i].value;
+      } else {
+        all_known = false;
+      }
+    }
+    folded[n] = all_known;
+    set_cost(graph, node, schema);
+  }
+  // Folded nodes are gone: their outputs are constants now.
+  size_t kept = 0;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    if (!folded[n]) graph.nodes[kept++] = std::move(graph.nodes[n]);
+  }
+  graph.nodes.resize(kept);
+  graph.sort_topologically();
+}
+
+}  // namespace
+
+void infer_subgraph(Graph& subgraph) { infer_nodes(subgraph); }
+
+void infer_graph(Graph& graph) {
+  for (int id : graph.inputs) {
+    const Value& v = graph.values[id];
+    if (!is_static(v.type.shape)) {
+      throw InputError("input '" + v.name + "' has shape " + shape_str(v.type.shape) +
+                       ": bind its dimensions with --dim or --shape");
+    }
+    numel(v.type.shape);  // rejects absurd sizes before anything is allocated
+  }
+  infer_nodes(graph);
+}
+
+}  // namespace tandem

@@ -1,0 +1,238 @@
+#include "onnx/importer.h"
+
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "ir/error.h"
+#include "ir/infer.h"
+#include "onnx/tensor_proto.h"
+
+namespace tandem {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Protobuf cannot parse messages of 2 GiB or more; weights beyond that live in external files.
+constexpr uintmax_t kMaxModelFileBytes = (uintmax_t{1} << 31) - 1;
+
+class Importer {
+ public:
+  Importer(const std::string& path, const ImportOptions& options)
+      : options_(options), weights_(fs::path(path).parent_path()) {}
+
+  // The chain of graphs enclosing the one being converted.
+  struct Scope {
+    Graph* graph;
+    const Scope* parent;
+  };
+
+  void convert_graph(const onnx::GraphProto& proto, Graph& graph, const Scope* parent, bool top_level);
+
+  std::vector<std::string> unbound_dims;
+
+ private:
+  int resolve(const std::string& name, Graph& graph, const Scope* parent);
+  TensorType value_type(const onnx::ValueInfoProto& info, bool bind_symbols);
+  Attribute convert_attribute(const onnx::AttributeProto& attr, Graph& graph, const Scope& scope);
+
+  const ImportOptions& options_;
+  ExternalWeights weights_;
+};
+
+TensorType Importer::value_type(const onnx::ValueInfoProto& info, bool bind_symbols) {
+  if (!info.type().has_tensor_type()) {
+    throw InputError("'" + info.name() + "' is not a tensor (sequences and maps are not supported)");
+  }
+  const onnx::TypeProto_Tensor& tensor = info.type().tensor_type();
+  TensorType type{dtype_from_onnx(tensor.elem_type(), info.name()), {}};
+  if (!tensor.has_shape()) return type;
+  for (const onnx::TensorShapeProto_Dimension& dim : tensor.shape().dim()) {
+    if (dim.has_dim_value()) {
+      if (dim.dim_value() < 0) {
+        throw InputError("'" + info.name() + "' has a negative dimension " + std::to_string(dim.dim_value()));
+      }
+      if (dim.dim_value() > kMaxElements) {
+        throw InputError("'" + info.name() + "' has an absurd dimension " + std::to_string(dim.dim_value()));
+      }
+      type.shape.push_back(dim.dim_value());
+    } else if (bind_symbols && dim.has_dim_param()) {
+      auto bound = options_.dims.find(dim.dim_param());
+      if (bound != options_.dims.end()) {
+        type.shape.push_back(bound->second);
+      } else {
+        if (std::find(unbound_dims.begin(), unbound_dims.end(), dim.dim_param()) == unbound_dims.end()) {
+          unbound_dims.push_back(dim.dim_param());
+        }
+        type.shape.push_back(1);
+      }
+    } else {
+      type.shape.push_back(kDynamicDim);
+    }
+  }
+  return type;
+}
+
+// Id of the value called `name` as seen from `graph`: its own, or an enclosing graph's, which
+// then becomes an outer-scope value of every graph in between.
+int Importer::resolve(const std::string& name, Graph& graph, const Scope* parent) {
+  if (name.empty()) return -1;
+  const int local = graph.find_value(name);
+  if (local >= 0) return local;
+  if (parent) {
+    if (resolve(name, *parent->graph, parent->parent) >= 0) {
+      const int id = graph.add_value(name);
+      graph.values[id].outer_scope = true;
+      return id;
+    }
+  }
+  throw InputError("tensor '" + name + "' is used but never defined");
+}
+
+Attribute Importer::convert_attribute(const onnx::AttributeProto& attr, Graph& graph, const Scope& scope) {
+  using onnx::AttributeProto;
+  switch (attr.type()) {
+    case AttributeProto::INT: return attr.i();
+    case AttributeProto::FLOAT: return attr.f();
+    case AttributeProto::STRING: return attr.s();
+    case AttributeProto::INTS: return std::vector<int64_t>(attr.ints().begin(), attr.ints().end());
+    case AttributeProto::FLOATS: return std::vector<float>(attr.floats().begin(), attr.floats().end());
+    case AttributeProto::STRINGS: return std::vector<std::string>(attr.strings().begin(), attr.strings().end());
+    case AttributeProto::TENSOR: return tensor_from_proto(attr.t(), weights_);
+    case AttributeProto::GRAPH: {
+      auto subgraph = std::make_shared<Graph>();
+      subgraph->opset = graph.opset;
+      convert_graph(attr.g(), *subgraph, &scope, false);
+      return subgraph;
+    }
+    default:
+      throw InputError("attribute '" + attr.name() + "' has an unsupported type " +
+                       AttributeProto::AttributeType_Name(attr.type()));
+  }
+}
+
+void Importer::convert_graph(const onnx::GraphProto& proto, Graph& graph, const Scope* parent, bool top_level) {
+  size_t total_weight_bytes = 0, loaded_weight_bytes = 0;
+  for (const onnx::TensorProto& init : proto.initializer()) total_weight_bytes += declared_bytes(init);
+  for (const onnx::TensorProto& init : proto.initializer()) {
+    const int id = graph.add_value(init.name());
+    graph.values[id].constant = tensor_from_proto(init, weights_);
+    graph.values[id].type = {graph.values[id].constant.dtype(), graph.values[id].constant.shape()};
+    loaded_weight_bytes += declared_bytes(init);
+    if (options_.progress && top_level) options_.progress(loaded_weight_bytes, total_weight_bytes);
+  }
+  for (const onnx::ValueInfoProto& input : proto.input()) {
+    if (graph.find_value(input.name()) >= 0) continue;  // an initializer that may be overridden
+    TensorType type = value_type(input, top_level);
+    if (top_level) {
+      auto given = options_.shapes.find(input.name());
+      if (given != options_.shapes.end()) {
+        if (!type.shape.empty() && given->second.size() != type.shape.size()) {
+          throw InputError("--shape " + input.name() + ": rank " + std::to_string(given->second.size()) +
+                           " does not match the model's rank " + std::to_string(type.shape.size()));
+        }
+        type.shape = given->second;
+      }
+    }
+    graph.inputs.push_back(graph.add_value(input.name(), type));
+  }
+  Scope scope{&graph, parent};
+  for (const onnx::NodeProto& proto_node : proto.node()) {
+    Node node;
+    node.name = proto_node.name();
+    node.op_type = proto_node.op_type();
+    node.domain = proto_node.domain() == "ai.onnx" ? "" : proto_node.domain();
+    for (const std::string& name : proto_node.input()) node.inputs.push_back(resolve(name, graph, parent));
+    for (const onnx::AttributeProto& attr : proto_node.attribute()) {
+      node.attributes.emplace(attr.name(), convert_attribute(attr, graph, scope));
+    }
+    for (const std::string& name : proto_node.output()) {
+      node.outputs.push_back(name.empty() ? -1 : graph.add_value(name));
+    }
+    graph.nodes.push_back(std::move(node));
+  }
+  for (const onnx::ValueInfoProto& output : proto.output()) {
+    const int id = graph.find_value(output.name());
+    if (id < 0) throw InputError("graph output '" + output.name() + "' is never produced");
+    graph.outputs.push_back(id);
+  }
+  // Subgraph inputs declare their shapes; a body's carried values may have them only partly.
+  if (!top_level) {
+    for (size_t i = 0; i < graph.inputs.size(); ++i) {
+      const onnx::ValueInfoProto& input = proto.input(static_cast<int>(i));
+      if (input.type().has_tensor_type()) graph.values[graph.inputs[i]].type = value_type(input, false);
+    }
+  }
+  // Nodes may come in any order in the file; order them before inference.
+  graph.sort_topologically();
+}
+
+std::vector<char> read_model_file(const std::string& path) {
+  std::error_code error;
+  const fs::file_status status = fs::status(path, error);
+  if (error || !fs::exists(status)) throw InputError(path, "no such file");
+  if (fs::is_directory(status)) throw InputError(path, "is a directory, not an ONNX model");
+  const uintmax_t size = fs::file_size(path, error);
+  if (error) throw InputError(path, "cannot read: " + error.message());
+  if (size == 0) throw InputError(path, "is empty, not an ONNX model");
+  if (size > kMaxModelFileBytes) throw InputError(path, "is over 2 GiB; keep large weights in external data files");
+  std::vector<char> bytes(size);
+  std::ifstream file(path, std::ios::binary);
+  if (!file.read(bytes.data(), static_cast<std::streamsize>(size))) throw InputError(path, "cannot read");
+  return bytes;
+}
+
+int default_opset(const onnx::ModelProto& model) {
+  for (const onnx::OperatorSetIdProto& opset : model.opset_import()) {
+    if (opset.domain().empty() || opset.domain() == "ai.onnx") return static_cast<int>(opset.version());
+  }
+  throw InputError("the model imports no default-domain opset");
+}
+
+}  // namespace
+
+ImportedModel import_onnx(const std::string& path, const ImportOptions& options) {
+  try {
+    const std::vector<char> bytes = read_model_file(path);
+    onnx::ModelProto proto;
+    if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) || !proto.has_graph() ||
+        proto.opset_import_size() == 0) {
+      throw InputError("not an ONNX model (truncated or corrupt protobuf?)");
+    }
+    const int opset = default_opset(proto);
+    if (opset < kMinOpset || opset > kMaxOpset) {
+      throw InputError("opset " + std::to_string(opset) + " is not supported (supported: " +
+                       std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + ")");
+    }
+    // libonnx 1.12 knows op definitions up to opset 17; newer models get our checks only.
+    if (opset <= 17) {
+      try {
+        onnx::checker::check_model(proto);
+      } catch (const std::exception& e) {
+        std::string what = e.what();
+        what = what.substr(0, what.find('\n'));
+        throw InputError("invalid ONNX model: " + what);
+      }
+    }
+    ImportedModel model;
+    model.path = path;
+    model.ir_version = proto.ir_version();
+    model.producer = proto.producer_name() + (proto.producer_version().empty() ? "" : " " + proto.producer_version());
+    model.graph.opset = opset;
+    Importer importer(path, options);
+    importer.convert_graph(proto.graph(), model.graph, nullptr, true);
+    model.unbound_dims = importer.unbound_dims;
+    for (const auto& [name, shape] : options.shapes) {
+      if (model.graph.find_value(name) < 0) throw InputError("--shape names no input '" + name + "'");
+    }
+    infer_graph(model.graph);
+    return model;
+  } catch (InputError& e) {
+    if (e.subject().empty()) e.set_subject(path);
+    throw;
+  }
+}
+
+}  // namespace tandem

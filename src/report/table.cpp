@@ -1,0 +1,82 @@
+#include "report/table.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+
+namespace tandem {
+namespace {
+
+bool looks_numeric(const std::string& cell) {
+  return !cell.empty() && (std::isdigit(static_cast<unsigned char>(cell[0])) ||
+                           ((cell[0] == '-' || cell[0] == '.') && cell.size() > 1 &&
+                            std::isdigit(static_cast<unsigned char>(cell[1]))));
+}
+
+}  // namespace
+
+std::string Table::render() const {
+  std::vector<size_t> widths(header_.size(), 0);
+  for (size_t c = 0; c < header_.size(); ++c) widths[c] = header_[c].size();
+  for (const auto& row : rows_) {
+    for (size_t c = 0; c < row.size() && c < widths.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+  }
+  size_t total = 0;
+  for (size_t w : widths) total += w + 2;
+  std::string out;
+  auto emit = [&](const std::vector<std::string>& row, bool header) {
+    for (size_t c = 0; c < widths.size(); ++c) {
+      const std::string cell = c < row.size() ? row[c] : "";
+      const std::string pad(widths[c] - cell.size(), ' ');
+      const bool right = !header && c > 0 && looks_numeric(cell);
+      out += right ? pad + cell : cell + pad;
+      out += c + 1 < widths.size() ? "  " : "";
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    out += '\n';
+  };
+  emit(header_, true);
+  out += std::string(total > 2 ? total - 2 : 0, '-') + '\n';
+  for (const auto& row : rows_) {
+    if (row.empty()) {
+      out += std::string(total > 2 ? total - 2 : 0, '-') + '\n';
+    } else {
+      emit(row, false);
+    }
+  }
+  return out;
+}
+
+std::string si(double value) {
+  static const char* kPrefixes[] = {"", " k", " M", " G", " T", " P"};
+  int index = 0;
+  while (std::abs(value) >= 1000 && index < 5) {
+    value /= 1000;
+    ++index;
+  }
+  const int decimals = std::abs(value) >= 100 || index == 0 ? 0 : std::abs(value) >= 10 ? 1 : 2;
+  return format("%.*f%s", decimals, value, kPrefixes[index]);
+}
+
+std::string human_bytes(double bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int index = 0;
+  while (bytes >= 1024 && index < 4) {
+    bytes /= 1024;
+    ++index;
+  }
+  return index == 0 ? format("%.0f B", bytes) : format("%.1f %s", bytes, kUnits[index]);
+}
+
+std::string format(const char* pattern, ...) {
+  va_list args;
+  va_start(args, pattern);
+  char buffer[512];
+  const int length = std::vsnprintf(buffer, sizeof(buffer), pattern, args);
+  va_end(args);
+  return std::string(buffer, static_cast<size_t>(std::clamp(length, 0, 511)));
+}
+
+}  // namespace tandem

@@ -1,0 +1,51 @@
+#pragma once
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backends/device.h"
+#include "ir/graph.h"
+#include "runtime/memory_plan.h"
+
+namespace tandem {
+
+// Runs a graph on one eager device, one node after another. Built once per graph: kernels are
+// compiled, and every intermediate tensor of static size gets a slot in one arena planned from
+// tensor lifetimes. Tensors whose size is known only at run time are allocated as they come.
+// If and Loop run their subgraphs with nested executors. One run at a time per executor.
+class GraphExecutor {
+ public:
+  // Called after every node with its wall time, when set (profiling, calibration).
+  using NodeObserver = std::function<void(const Node& node, std::chrono::nanoseconds elapsed)>;
+
+  // `graph` and `device` must outlive the executor.
+  GraphExecutor(const Graph& graph, Device& device);
+  ~GraphExecutor();
+
+  // `inputs` follow graph.inputs; `captured` follows graph.outer_scope_values() (subgraphs).
+  // Returns the graph's outputs, which own their memory.
+  std::vector<Tensor> run(std::span<const Tensor> inputs, std::span<const Tensor> captured = {});
+
+  void set_observer(NodeObserver observer) { observer_ = std::move(observer); }
+  const MemoryPlan& memory_plan() const { return plan_; }
+
+ private:
+  struct Step;
+  void run_step(Step& step, std::vector<Tensor>& env);
+  void run_if(Step& step, std::vector<Tensor>& env, std::span<Tensor> outputs);
+  void run_loop(Step& step, std::vector<Tensor>& env, std::span<Tensor> outputs);
+  void plan_buffers();
+
+  const Graph& graph_;
+  Device& device_;
+  std::vector<std::unique_ptr<Step>> steps_;
+  std::vector<int> last_use_;
+  std::vector<int> planned_slot_;  // value id -> request index in plan_, or -1
+  MemoryPlan plan_;
+  std::shared_ptr<std::byte[]> arena_;
+  NodeObserver observer_;
+};
+
+}  // namespace tandem
