@@ -90,7 +90,7 @@ void expect_close(const Tensor& actual, const Tensor& expected, double rtol, dou
   const std::vector<double> b = expected.to_doubles();
   for (size_t i = 0; i < a.size(); ++i) {
     const bool both_nan = std::isnan(a[i]) && std::isnan(b[i]);
-    ASSERT_TRUE(both_nan || std::abs(a[i] - b[i]) <= atol + rtol * std::abs(b[i]))
+    ASSERT_TRUE(both_nan || a[i] == b[i] || std::abs(a[i] - b[i]) <= atol + rtol * std::abs(b[i]))
         << "element " << i << ": got " << a[i] << ", expected " << b[i];
   }
 }

@@ -51,7 +51,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
     } else if (da == 1) {
       out[i] = db;
     } else if (da == kDynamicDim || db == kDynamicDim) {
-      out[i] = kDynamicDim;
+      // A dynamic dim against a known one other than 1 must equal it to be valid.
+      out[i] = da == kDynamicDim ? db : da;
     } else {
       throw InputError("shapes " + shape_str(a) + " and " + shape_str(b) +
                        " cannot be broadcast");
