@@ -100,12 +100,12 @@ def build_cases(out: str):
     # -- not a model at all ---------------------------------------------------
     text = b"This is not an ONNX model, just a text file.\n"
     assert not parses(text)
-    model_case("not_onnx", "not_onnx.onnx", "parse", "plain text file named .onnx", data=text)
+    model_case("not_onnx", "not_onnx.onnx", "not an onnx model", "plain text file named .onnx", data=text)
     model_case("empty_file", "empty.onnx", "empty", "zero-byte file (parses as an empty ModelProto)", data=b"")
     good = valid_mlp_bytes()
     half = good[: len(good) // 2]
     assert not parses(half), "half of the valid model unexpectedly parses"
-    model_case("truncated_protobuf", "truncated.onnx", "parse", f"first {len(half)} of {len(good)} bytes of a valid model",
+    model_case("truncated_protobuf", "truncated.onnx", "not an onnx model", f"first {len(half)} of {len(good)} bytes of a valid model",
                data=half)
     rng = np.random.default_rng(1234)
     for _ in range(100):
@@ -113,7 +113,7 @@ def build_cases(out: str):
         if not parses(junk):
             break
     assert not parses(junk)
-    model_case("corrupt_protobuf", "corrupt.onnx", "parse", "4096 random bytes", data=junk)
+    model_case("corrupt_protobuf", "corrupt.onnx", "not an onnx model", "4096 random bytes", data=junk)
 
     # -- structurally invalid graphs ------------------------------------------
     nodes = [helper.make_node("Add", ["x", "b_out"], ["a_out"], name="node_a"),
@@ -210,7 +210,7 @@ def build_cases(out: str):
     os.remove(full)
     npy_case("npy_truncated", "x_truncated.npy", "truncated",
              f"valid header for float32 [2,256], {len(data) // 2} of {len(data)} bytes", data=data[: len(data) // 2])
-    npy_case("npy_not_npy", "x_garbage.npy", "npy", "a text file, no \\x93NUMPY magic",
+    npy_case("npy_not_npy", "x_garbage.npy", "not a .npy file", "a text file, no \\x93NUMPY magic",
              data=b"x = [1.0, 2.0, 3.0]\n")
     return cases
 

@@ -127,7 +127,9 @@ void infer_nodes(Graph& graph) {
   // Folded nodes are gone: their outputs are constants now.
   size_t kept = 0;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
-    if (!folded[n]) graph.nodes[kept++] = std::move(graph.nodes[n]);
+    if (folded[n]) continue;
+    if (kept != n) graph.nodes[kept] = std::move(graph.nodes[n]);  // self-move would empty it
+    ++kept;
   }
   graph.nodes.resize(kept);
   graph.sort_topologically();

@@ -1,0 +1,154 @@
+"""The `tandem` command as a user meets it: help, tables, JSON, exit statuses, bad input."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+TANDEM = ""
+ZOO = ""
+
+
+def tandem(*args, timeout=120):
+    return subprocess.run([TANDEM, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def zoo(*parts):
+    return os.path.join(ZOO, *parts)
+
+
+class Help(unittest.TestCase):
+    def test_every_verb_has_help(self):
+        for verb in ([], ["run"], ["inspect"]):
+            result = tandem(*verb, "--help")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertIn("--help", result.stdout)
+        self.assertIn("--iterations", tandem("run", "--help").stdout)
+
+    def test_no_verb_is_a_usage_error(self):
+        self.assertEqual(tandem().returncode, 2)
+        self.assertEqual(tandem("frobnicate").returncode, 2)
+
+
+class Inspect(unittest.TestCase):
+    def test_table_lists_op_types_with_work(self):
+        result = tandem("inspect", zoo("resnet", "model.onnx"), "--dim", "batch=2")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        for word in ("Conv", "BatchNormalization", "parameters", "input", "2x3x64x64", "total"):
+            self.assertIn(word, result.stdout)
+
+    def test_json_matches_the_model(self):
+        result = tandem("inspect", zoo("mlp", "model.onnx"), "--dim", "batch=4", "--json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        summary = json.loads(result.stdout)
+        self.assertEqual(summary["inputs"][0]["shape"], [4, 256])
+        self.assertEqual(summary["opset"], 13)
+        self.assertGreater(summary["flops"], 2 * 4 * 256 * 10)
+        self.assertGreater(summary["parameters"], 100000)
+        self.assertEqual(sum(row["count"] for row in summary["op_types"]), summary["nodes"])
+
+
+class Run(unittest.TestCase):
+    def mlp_args(self):
+        return [zoo("mlp", "model.onnx"), "--dim", "batch=2", "--input", "x=" + zoo("mlp", "inputs", "x.npy")]
+
+    def test_expect_matches_reference(self):
+        result = tandem("run", *self.mlp_args(), "--expect", "logits=" + zoo("mlp", "expected", "logits.npy"),
+                        "--iterations", "3", "--threads", "2")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("logits: matches", result.stdout)
+        self.assertIn("median", result.stdout)
+
+    def test_mismatch_exits_1_naming_output_and_element(self):
+        reference = np.load(zoo("mlp", "expected", "logits.npy"))
+        reference[1, 3] += 1.0
+        with tempfile.TemporaryDirectory() as tmp:
+            wrong = os.path.join(tmp, "wrong.npy")
+            np.save(wrong, reference)
+            result = tandem("run", *self.mlp_args(), "--expect", "logits=" + wrong)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("logits: element 13", result.stderr)
+
+    def test_output_dir_and_json(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            result = tandem("run", *self.mlp_args(), "--output-dir", tmp, "--json", "--iterations", "4")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            report = json.loads(result.stdout)
+            self.assertEqual(len(report["latency_ms"]["samples"]), 4)
+            self.assertLessEqual(report["latency_ms"]["min"], report["latency_ms"]["median"])
+            written = np.load(os.path.join(tmp, "logits.npy"))
+            reference = np.load(zoo("mlp", "expected", "logits.npy"))
+            np.testing.assert_allclose(written, reference, rtol=1e-3, atol=1e-4 * np.abs(reference).max())
+
+    def test_random_inputs_are_seeded(self):
+        first = json.loads(tandem("run", zoo("resnet", "model.onnx"), "--seed", "5", "--json").stdout)
+        second = json.loads(tandem("run", zoo("resnet", "model.onnx"), "--seed", "5", "--json").stdout)
+        third = json.loads(tandem("run", zoo("resnet", "model.onnx"), "--seed", "6", "--json").stdout)
+        self.assertEqual(first["outputs"], second["outputs"])
+        self.assertNotEqual(first["outputs"], third["outputs"])
+
+    def test_data_dependent_model_runs(self):
+        args = [zoo("postproc", "model.onnx")]
+        for name in ("boxes", "scores"):
+            args += ["--input", f"{name}={zoo('postproc', 'inputs', name + '.npy')}"]
+        args += ["--expect", "selected_indices=" + zoo("postproc", "expected", "selected_indices.npy")]
+        result = tandem("run", *args)
+        self.assertEqual(result.returncode, 0, result.stderr)
+
+
+class BadInput(unittest.TestCase):
+    """Each bad input: exit status 2 and exactly one line `tandem: error: <file>: <what>`."""
+
+    def check_one_line_error(self, result, subject, expect):
+        self.assertEqual(result.returncode, 2, f"stdout={result.stdout!r} stderr={result.stderr!r}")
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, result.stderr)
+        self.assertTrue(lines[0].startswith("tandem: error: " + subject), lines[0])
+        self.assertIn(expect.lower(), lines[0].lower())
+
+    def test_fixtures(self):
+        with open(zoo("bad", "cases.json")) as f:
+            cases = json.load(f)
+        self.assertGreaterEqual(len(cases), 20)
+        for case in cases:
+            with self.subTest(case["name"]):
+                path = zoo("bad", case["file"])
+                if case["kind"] == "model":
+                    result = tandem("inspect", path, timeout=20)
+                    self.check_one_line_error(result, path, case["expect"])
+                else:
+                    model = zoo(case["model"], "model.onnx")
+                    result = tandem("run", model, "--dim", "batch=2", "--input", f"{case['input']}={path}", timeout=20)
+                    self.check_one_line_error(result, path, case["expect"])
+
+    def test_missing_model(self):
+        self.check_one_line_error(tandem("run", "/no/such/model.onnx"), "/no/such/model.onnx", "no such file")
+
+    def test_bad_options(self):
+        model = zoo("mlp", "model.onnx")
+        self.check_one_line_error(tandem("run", model, "--dim", "batch=-4"), "--dim", "not a valid dimension")
+        self.check_one_line_error(tandem("run", model, "--dim", "batch"), "--dim", "NAME=VALUE")
+        self.check_one_line_error(tandem("run", model, "--dim", "batch=2", "--input", "nope=x.npy"), "--input", "no input 'nope'")
+        self.check_one_line_error(tandem("run", model, "--shape", "x=2x3x4"), model, "rank")
+
+    def test_absurd_dim_from_the_command_line(self):
+        model = zoo("mlp", "model.onnx")
+        self.check_one_line_error(tandem("run", model, "--dim", "batch=100000000000"), model, "elements")
+
+
+def main():
+    global TANDEM, ZOO
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tandem", required=True)
+    parser.add_argument("--zoo", required=True)
+    args, rest = parser.parse_known_args()
+    TANDEM, ZOO = os.path.abspath(args.tandem), os.path.abspath(args.zoo)
+    unittest.main(argv=[sys.argv[0], "-v", *rest])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+#include "runtime/executor.h"
+
+#include <gtest/gtest.h>
+
+#include "backends/cpu/cpu_device.h"
+#include "ir/error.h"
+#include "ir/infer.h"
+
+namespace tandem {
+namespace {
+
+Tensor floats(Shape shape, std::vector<float> values) { return Tensor::from_vector(DType::kFloat32, shape, values); }
+
+int add_node(Graph& graph, const std::string& op, std::vector<int> inputs, TensorType out = {}) {
+  Node node;
+  node.name = op + std::to_string(graph.nodes.size());
+  node.op_type = op;
+  node.inputs = std::move(inputs);
+  const int output = graph.add_value(node.name + "_out", out);
+  node.outputs = {output};
+  graph.nodes.push_back(std::move(node));
+  return output;
+}
+
+int add_constant(Graph& graph, const std::string& name, Tensor value) {
+  const int id = graph.add_value(name, {value.dtype(), value.shape()});
+  graph.values[id].constant = std::move(value);
+  return id;
+}
+
+TEST(Executor, ChainReusesArenaBuffers) {
+  Graph graph;
+  graph.opset = 17;
+  const int x = graph.add_value("x", {DType::kFloat32, {1024}});
+  graph.inputs = {x};
+  int last = x;
+  for (int i = 0; i < 8; ++i) last = add_node(graph, i % 2 ? "Neg" : "Relu", {last});
+  graph.outputs = {last};
+  infer_graph(graph);
+  cpu::CpuDevice device;
+  GraphExecutor executor(graph, device);
+  EXPECT_EQ(executor.memory_plan().requested_bytes, 7 * 4096u);
+  EXPECT_EQ(executor.memory_plan().arena_bytes, 2 * 4096u);
+  std::vector<float> values(1024);
+  for (int i = 0; i < 1024; ++i) values[i] = static_cast<float>(i % 7) - 3.0f;
+  const Tensor out = executor.run(std::vector<Tensor>{floats({1024}, values)})[0];
+  for (int i = 0; i < 1024; ++i) {
+    // Relu then Neg, four times: -relu(x) after the first pair, then relu(-relu(x)) = 0.
+    EXPECT_EQ(out.data<float>()[i], 0.0f) << i;
+  }
+}
+
+TEST(Executor, LoopCarriesStateAndStacksScans) {
+  Graph body;
+  body.opset = 17;
+  const int iteration = body.add_value("i", {DType::kInt64, {}});
+  const int cond_in = body.add_value("cond_in", {DType::kBool, {}});
+  const int state = body.add_value("state", {DType::kFloat32, {2}});
+  body.inputs = {iteration, cond_in, state};
+  const int step = body.add_value("step");
+  body.values[step].outer_scope = true;  // read from the enclosing graph
+  const int next = add_node(body, "Add", {state, step});
+  const int cond_out = add_node(body, "Identity", {cond_in});
+  const int scan = add_node(body, "Identity", {next});
+  body.outputs = {cond_out, next, scan};
+
+  Graph graph;
+  graph.opset = 17;
+  const int x = graph.add_value("x", {DType::kFloat32, {2}});
+  graph.inputs = {x};
+  add_constant(graph, "step", floats({2}, {1.0f, 0.5f}));
+  const int trips = add_constant(graph, "trips", Tensor::from_vector<int64_t>(DType::kInt64, {}, {5}));
+  Node loop;
+  loop.name = "loop";
+  loop.op_type = "Loop";
+  loop.inputs = {trips, -1, x};
+  loop.outputs = {graph.add_value("final"), graph.add_value("history")};
+  loop.attributes["body"] = std::make_shared<Graph>(std::move(body));
+  graph.nodes.push_back(std::move(loop));
+  graph.outputs = {graph.find_value("final"), graph.find_value("history")};
+  graph.sort_topologically();
+  infer_graph(graph);
+
+  cpu::CpuDevice device;
+  GraphExecutor executor(graph, device);
+  const std::vector<Tensor> out = executor.run(std::vector<Tensor>{floats({2}, {10.0f, 20.0f})});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].shape(), (Shape{2}));
+  EXPECT_FLOAT_EQ(out[0].data<float>()[0], 15.0f);
+  EXPECT_FLOAT_EQ(out[0].data<float>()[1], 22.5f);
+  ASSERT_EQ(out[1].shape(), (Shape{5, 2}));
+  EXPECT_FLOAT_EQ(out[1].data<float>()[0], 11.0f);
+  EXPECT_FLOAT_EQ(out[1].data<float>()[9], 22.5f);
+}
+
+TEST(Executor, IfRunsTheBranchTheConditionPicks) {
+  auto branch = [](const std::string& op, float operand) {
+    auto g = std::make_shared<Graph>();
+    g->opset = 17;
+    const int x = g->add_value("x");
+    g->values[x].outer_scope = true;
+    const int c = add_constant(*g, "c_" + op, floats({}, {operand}));
+    g->outputs = {add_node(*g, op, {x, c})};
+    return g;
+  };
+  Graph graph;
+  graph.opset = 17;
+  const int x = graph.add_value("x", {DType::kFloat32, {3}});
+  const int flag = graph.add_value("flag", {DType::kBool, {}});
+  graph.inputs = {x, flag};
+  Node node;
+  node.name = "if";
+  node.op_type = "If";
+  node.inputs = {flag};
+  node.outputs = {graph.add_value("y")};
+  node.attributes["then_branch"] = branch("Mul", 2.0f);
+  node.attributes["else_branch"] = branch("Add", 10.0f);
+  graph.nodes.push_back(std::move(node));
+  graph.outputs = {graph.find_value("y")};
+  infer_graph(graph);
+
+  cpu::CpuDevice device;
+  GraphExecutor executor(graph, device);
+  const Tensor input = floats({3}, {1, 2, 3});
+  const Tensor doubled = executor.run(std::vector<Tensor>{input, Tensor::from_vector<uint8_t>(DType::kBool, {}, {1})})[0];
+  const Tensor shifted = executor.run(std::vector<Tensor>{input, Tensor::from_vector<uint8_t>(DType::kBool, {}, {0})})[0];
+  EXPECT_FLOAT_EQ(doubled.data<float>()[2], 6.0f);
+  EXPECT_FLOAT_EQ(shifted.data<float>()[2], 13.0f);
+}
+
+TEST(Executor, CycleIsRejectedByName) {
+  Graph graph;
+  graph.opset = 17;
+  const int a = graph.add_value("a");
+  const int b = graph.add_value("b");
+  Node first{.name = "first", .op_type = "Relu", .inputs = {b}, .outputs = {a}};
+  Node second{.name = "second", .op_type = "Relu", .inputs = {a}, .outputs = {b}};
+  graph.nodes = {first, second};
+  try {
+    graph.sort_topologically();
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("cycle"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace tandem

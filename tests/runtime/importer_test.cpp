@@ -1,0 +1,99 @@
+#include "onnx/importer.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "ir/error.h"
+
+namespace tandem {
+namespace {
+
+std::string zoo(const std::string& model) {
+  const char* dir = std::getenv("TANDEM_ZOO");
+  return std::string(dir ? dir : TANDEM_DEFAULT_ZOO) + "/" + model + "/model.onnx";
+}
+
+const Value& value_named(const Graph& graph, const std::string& name) {
+  const int id = graph.find_value(name);
+  EXPECT_GE(id, 0) << name;
+  return graph.values[id];
+}
+
+TEST(Importer, BindsSymbolicDimsAndCountsMatMulFlops) {
+  ImportOptions options;
+  options.dims["batch"] = 8;
+  const ImportedModel model = import_onnx(zoo("mlp"), options);
+  EXPECT_EQ(model.graph.opset, 13);
+  EXPECT_EQ(value_named(model.graph, "x").type.shape, (Shape{8, 256}));
+  EXPECT_TRUE(model.unbound_dims.empty());
+  double matmul_flops = 0;
+  for (const Node& node : model.graph.nodes) {
+    if (node.op_type != "MatMul" && node.op_type != "Gemm") continue;
+    const Shape& a = model.graph.values[node.inputs[0]].type.shape;
+    const Shape& out = model.graph.values[node.outputs[0]].type.shape;
+    EXPECT_DOUBLE_EQ(node.cost.flops, 2.0 * a[0] * a[1] * out[1]) << node.label();
+    matmul_flops += node.cost.flops;
+    EXPECT_GT(node.cost.bytes, 0);
+  }
+  EXPECT_GT(matmul_flops, 0);
+}
+
+TEST(Importer, UnboundDimsDefaultToOneAndAreReported) {
+  const ImportedModel model = import_onnx(zoo("mlp"));
+  EXPECT_EQ(value_named(model.graph, "x").type.shape, (Shape{1, 256}));
+  EXPECT_EQ(model.unbound_dims, std::vector<std::string>{"batch"});
+}
+
+TEST(Importer, ShapeOptionOverridesAnInput) {
+  ImportOptions options;
+  options.shapes["x"] = {3, 256};
+  EXPECT_EQ(value_named(import_onnx(zoo("mlp"), options).graph, "x").type.shape, (Shape{3, 256}));
+  options.shapes["x"] = {3, 256, 1};
+  EXPECT_THROW(import_onnx(zoo("mlp"), options), InputError);
+}
+
+TEST(Importer, FoldsShapeArithmeticIntoStaticShapes) {
+  // The GPT model computes its mask and reshapes from Shape/Range/ConstantOfShape chains.
+  ImportOptions options;
+  options.dims["batch"] = 2;
+  const ImportedModel model = import_onnx(zoo("gpt"), options);
+  for (const Node& node : model.graph.nodes) {
+    EXPECT_NE(node.op_type, "Shape") << "Shape should have been folded";
+    for (int out : node.outputs) {
+      EXPECT_TRUE(is_static(model.graph.values[out].type.shape)) << node.label();
+    }
+  }
+}
+
+TEST(Importer, LoadsExternalDataInsideTheModelFolder) {
+  ImportOptions options;
+  options.dims["batch"] = 2;
+  const ImportedModel model = import_onnx(zoo("dlrm"), options);
+  int64_t largest = 0;
+  for (const Value& value : model.graph.values) {
+    if (value.is_constant()) largest = std::max(largest, value.constant.dim(0));
+  }
+  EXPECT_GE(largest, 100000);  // the embedding tables came from dlrm.weights
+}
+
+TEST(Importer, KeepsDataDependentShapesDynamic) {
+  const ImportedModel model = import_onnx(zoo("postproc"));
+  const Graph& graph = model.graph;
+  bool dynamic_output = false;
+  for (int id : graph.outputs) dynamic_output |= !is_static(graph.values[id].type.shape);
+  EXPECT_TRUE(dynamic_output);
+}
+
+TEST(Importer, MissingFileNamesIt) {
+  try {
+    import_onnx("/nonexistent/model.onnx");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.subject(), "/nonexistent/model.onnx");
+    EXPECT_STREQ(e.what(), "no such file");
+  }
+}
+
+}  // namespace
+}  // namespace tandem
