@@ -1,0 +1,85 @@
+#pragma once
+#include <dnnl.hpp>
+#include <memory>
+
+#include "backends/device.h"
+#include "ir/error.h"
+
+namespace tandem::cpu {
+
+// The process's oneDNN CPU engine, and a stream for the calling thread.
+const dnnl::engine& dnnl_engine();
+dnnl::stream& dnnl_stream();
+
+// A row-major float32 memory descriptor of these dims.
+dnnl::memory::desc plain_desc(const dnnl::memory::dims& dims);
+dnnl::memory::dims to_dims(const Shape& shape);
+
+// `data` laid out as `wanted`: the user's memory itself when the layouts agree, else a copy
+// reordered into `wanted`.
+dnnl::memory reorder_to(const dnnl::memory::desc& wanted, const dnnl::memory::desc& user,
+                        void* data);
+
+// A 64-byte aligned buffer of at least `bytes`, owned by the calling thread and reused by the
+// next call: for the blocked copies of activations that live only during one kernel run.
+void* thread_scratch(size_t bytes);
+
+// The activation a graph-fusion pass attached to a Conv, Gemm or MatMul node (attributes
+// `activation`, `activation_alpha`, `activation_beta`), applied after every other term.
+class FusedActivation {
+ public:
+  explicit FusedActivation(const Node& node);
+  bool present() const { return kind_ != Kind::kNone; }
+  void append_to(dnnl::post_ops& ops) const;
+  // The same function, for the paths that do not run through oneDNN.
+  double apply(double x) const;
+  void apply(float* data, int64_t count) const;
+
+ private:
+  enum class Kind {
+    kNone,
+    kRelu,
+    kLeakyRelu,
+    kClip,
+    kHardSwish,
+    kHardSigmoid,
+    kSigmoid,
+    kTanh,
+    kGelu
+  };
+  Kind kind_ = Kind::kNone;
+  float alpha_ = 0;
+  float beta_ = 0;
+};
+
+// A 2-D window (1-D ones have height 1) for the depthwise loop.
+struct Window2d {
+  int64_t in_h, in_w, out_h, out_w, kernel_h, kernel_w;
+  int64_t stride_h, stride_w, dilation_h, dilation_w, pad_h, pad_w;  // pads at the start
+};
+
+struct DepthwiseArgs {
+  const float* src;       // [batch, channels, in_h, in_w]
+  const float* weights;   // [channels, 1, kernel_h, kernel_w]
+  const float* bias;      // [channels] or null
+  const float* residual;  // like dst, or null
+  float* dst;             // [batch, channels, out_h, out_w]
+  int64_t batch, channels;
+  Window2d window;
+  const FusedActivation* activation;
+};
+
+// Depthwise convolution (group = channels, one output per channel) on NCHW.
+bool depthwise_loop_supports(const Window2d& window);
+void depthwise_conv_nchw(const DepthwiseArgs& args);
+
+std::unique_ptr<Kernel> make_matmul_kernel(const KernelSpec& spec);
+std::unique_ptr<Kernel> make_gemm_kernel(const KernelSpec& spec);
+std::unique_ptr<Kernel> make_conv_kernel(const KernelSpec& spec);
+std::unique_ptr<Kernel> make_conv_transpose_kernel(const KernelSpec& spec);
+std::unique_ptr<Kernel> make_pool_kernel(const KernelSpec& spec);  // MaxPool, AveragePool
+void global_max_pool(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> outputs);
+void global_average_pool(const Node& node, std::span<const Tensor> inputs,
+                         std::span<Tensor> outputs);
+
+}  // namespace tandem::cpu
