@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/cpu/cpu_device.h"
+#include "ir/fuse.h"
 #include "onnx/importer.h"
 #include "runtime/executor.h"
 #include "util/compare.h"
@@ -32,17 +33,20 @@ std::vector<std::string> model_names() {
   return names;
 }
 
-class ZooModel : public ::testing::TestWithParam<std::string> {};
+// Parameters: model name, and whether the graph is fused for inference first (as `run` does).
+class ZooModel : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
 
 TEST_P(ZooModel, MatchesOnnxRuntime) {
+  const auto& [name, fused] = GetParam();
   nlohmann::json entry;
   for (const auto& candidate : manifest()) {
-    if (candidate["name"] == GetParam()) entry = candidate;
+    if (candidate["name"] == name) entry = candidate;
   }
   ASSERT_FALSE(entry.is_null());
   ImportOptions options;
   for (const auto& [name, size] : entry["dims"].items()) options.dims[name] = size.get<int64_t>();
-  const ImportedModel model = import_onnx(zoo_dir() + "/" + entry["path"].get<std::string>(), options);
+  ImportedModel model = import_onnx(zoo_dir() + "/" + entry["path"].get<std::string>(), options);
+  if (fused) fuse_for_inference(model.graph);
   ASSERT_EQ(model.graph.inputs.size(), entry["inputs"].size());
 
   std::vector<Tensor> inputs;
@@ -65,14 +69,16 @@ TEST_P(ZooModel, MatchesOnnxRuntime) {
       const Tensor expected = read_npy(zoo_dir() + "/" + expected_entry["file"].get<std::string>());
       const Comparison comparison = compare_tensors(outputs[i], expected);
       EXPECT_TRUE(comparison.matches)
-          << GetParam() << " output " << expected_entry["name"] << ": " << comparison.problem << " element "
+          << name << " output " << expected_entry["name"] << ": " << comparison.problem << " element "
           << comparison.worst_index << " got " << comparison.actual << ", expected " << comparison.expected;
     }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, ZooModel, ::testing::ValuesIn(model_names()),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooModel, ::testing::Combine(::testing::ValuesIn(model_names()), ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + (std::get<1>(info.param) ? "_fused" : "_as_imported");
+                         });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ZooModel);
 
 TEST(Zoo, ManifestIsPresent) {

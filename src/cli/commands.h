@@ -29,6 +29,8 @@ struct RunOptions : ModelOptions {
   uint64_t seed = 0;
   int warmup = 1;
   int iterations = 10;
+  bool fuse = true;      // fold BatchNorm and fuse activations before running
+  bool profile = false;  // time every op and print the time per op type
 };
 
 int inspect_command(const InspectOptions& options);

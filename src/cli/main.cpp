@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
   run_verb->add_option("--seed", run.seed, "seed of the random inputs")->capture_default_str();
   run_verb->add_option("--warmup", run.warmup, "untimed runs first")->capture_default_str()->check(CLI::Range(0, 1000000));
   run_verb->add_option("--iterations", run.iterations, "timed runs")->capture_default_str()->check(CLI::Range(1, 1000000));
+  run_verb->add_flag("!--no-fusion", run.fuse, "run the graph as imported, without folding BatchNorm or fusing activations");
+  run_verb->add_flag("--profile", run.profile, "time every op and show where the time goes, per op type");
 
   app.footer("Exit status: 0 success, 1 outputs differ from --expect, 2 bad input, 3 internal error.\n"
              "Run `tandem VERB --help` for a verb's options.");

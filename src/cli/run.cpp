@@ -10,6 +10,7 @@
 #include "backends/cpu/cpu_device.h"
 #include "cli/commands.h"
 #include "ir/error.h"
+#include "ir/fuse.h"
 #include "report/model_summary.h"
 #include "report/run_report.h"
 #include "runtime/executor.h"
@@ -64,7 +65,8 @@ std::string file_name_for(std::string name) {
 
 int run_command(const RunOptions& options) {
   cpu::set_cpu_threads(options.threads);
-  const ImportedModel model = load_model(options);
+  ImportedModel model = load_model(options);
+  if (options.fuse) fuse_for_inference(model.graph);
   const Graph& graph = model.graph;
   std::map<std::string, Tensor> expected;
   for (const std::string& text : options.expects) {
@@ -79,12 +81,25 @@ int run_command(const RunOptions& options) {
 
   cpu::CpuDevice device;
   GraphExecutor executor(graph, device);
+  std::map<std::string, OpTimeSummary> op_times;
+  bool timing = false;  // only timed iterations count
+  if (options.profile) {
+    executor.set_observer([&](const Node& node, std::chrono::nanoseconds elapsed) {
+      if (!timing) return;
+      OpTimeSummary& row = op_times[node.op_type];
+      row.op_type = node.op_type;
+      ++row.calls;
+      row.total_ms += std::chrono::duration<double, std::milli>(elapsed).count();
+      row.flops += node.cost.flops;
+    });
+  }
   const bool interactive = isatty(fileno(stderr)) && !options.json;
   const int total_runs = options.warmup + options.iterations;
   std::vector<double> latencies_ms;
   std::vector<Tensor> outputs;
   const auto started = std::chrono::steady_clock::now();
   for (int i = 0; i < total_runs; ++i) {
+    timing = i >= options.warmup;
     const auto start = std::chrono::steady_clock::now();
     outputs = executor.run(inputs);
     const auto end = std::chrono::steady_clock::now();
@@ -103,6 +118,12 @@ int run_command(const RunOptions& options) {
   report.latencies_ms = latencies_ms;
   report.arena_bytes = executor.memory_plan().arena_bytes;
   report.unplanned_bytes = executor.memory_plan().requested_bytes;
+  for (auto& [type, row] : op_times) {
+    row.calls /= options.iterations;
+    row.total_ms /= options.iterations;
+    row.flops /= options.iterations;
+    report.op_times.push_back(row);
+  }
   for (size_t i = 0; i < outputs.size(); ++i) {
     const std::string& name = graph.values[graph.outputs[i]].name;
     report.outputs.push_back({name, outputs[i]});

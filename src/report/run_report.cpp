@@ -32,6 +32,14 @@ std::string preview(const Tensor& tensor, int count = 4) {
   return text + (values.size() > static_cast<size_t>(count) ? ", ...]" : "]");
 }
 
+nlohmann::json op_times_json(const std::vector<OpTimeSummary>& rows) {
+  nlohmann::json json = nlohmann::json::array();
+  for (const OpTimeSummary& row : rows) {
+    json.push_back({{"op_type", row.op_type}, {"calls", row.calls}, {"ms_per_run", row.total_ms}, {"flops", row.flops}});
+  }
+  return json;
+}
+
 }  // namespace
 
 LatencyStats latency_stats(std::vector<double> samples) {
@@ -72,6 +80,19 @@ std::string render_run_report(const RunReport& report) {
                 static_cast<long long>(report.batch));
   out += "memory      " + human_bytes(static_cast<double>(report.arena_bytes)) + " arena for intermediates (" +
          human_bytes(static_cast<double>(report.unplanned_bytes)) + " without reuse)\n";
+  if (!report.op_times.empty()) {
+    std::vector<OpTimeSummary> rows = report.op_times;
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.total_ms > b.total_ms; });
+    double total = 0;
+    for (const OpTimeSummary& row : rows) total += row.total_ms;
+    Table table({"op type", "calls", "ms per run", "% time", "GFLOP/s"});
+    for (const OpTimeSummary& row : rows) {
+      table.add_row({row.op_type, std::to_string(row.calls), format("%.3f", row.total_ms),
+                     format("%.1f", total > 0 ? 100 * row.total_ms / total : 0.0),
+                     format("%.1f", row.total_ms > 0 ? row.flops / row.total_ms / 1e6 : 0.0)});
+    }
+    out += "\n" + table.render() + "\n";
+  }
   for (const auto& [name, comparison] : report.checks) {
     out += "check       " + (comparison.matches ? name + ": matches" : "MISMATCH " + describe_mismatch(name, comparison)) + "\n";
   }
@@ -100,7 +121,8 @@ nlohmann::json run_report_json(const RunReport& report) {
           {"samples_per_second", stats.median > 0 ? 1000.0 * report.batch / stats.median : 0.0},
           {"memory", {{"arena_bytes", report.arena_bytes}, {"without_reuse_bytes", report.unplanned_bytes}}},
           {"outputs", outputs},
-          {"checks", checks}};
+          {"checks", checks},
+          {"op_times", op_times_json(report.op_times)}};
 }
 
 }  // namespace tandem

@@ -9,6 +9,14 @@
 
 namespace tandem {
 
+// Measured time of one op type per run (`run --profile`).
+struct OpTimeSummary {
+  std::string op_type;
+  int64_t calls = 0;
+  double total_ms = 0;
+  double flops = 0;
+};
+
 // What `tandem run` measured: outputs, latency per iteration, memory, checks.
 struct RunReport {
   std::string model;
@@ -19,6 +27,7 @@ struct RunReport {
   size_t unplanned_bytes = 0;  // what one allocation per intermediate tensor would take
   std::vector<std::pair<std::string, Tensor>> outputs;
   std::vector<std::pair<std::string, Comparison>> checks;
+  std::vector<OpTimeSummary> op_times;  // empty unless profiled
 };
 
 struct LatencyStats {
