@@ -13,12 +13,14 @@ Node make_node(const std::string& op_type, size_t num_inputs, const std::vector<
   node.name = "test_" + op_type;
   node.op_type = op_type;
   node.attributes = std::move(attributes);
-  for (size_t i = 0; i < num_inputs; ++i) node.inputs.push_back(present[i] ? static_cast<int>(i) : -1);
+  for (size_t i = 0; i < num_inputs; ++i)
+    node.inputs.push_back(present[i] ? static_cast<int>(i) : -1);
   for (int i = 0; i < num_outputs; ++i) node.outputs.push_back(static_cast<int>(num_inputs) + i);
   return node;
 }
 
-std::vector<InferredOutput> infer_node(const Node& node, const std::vector<ValueInfo>& inputs, int opset) {
+std::vector<InferredOutput> infer_node(const Node& node, const std::vector<ValueInfo>& inputs,
+                                       int opset) {
   const OpSchema* schema = OpRegistry::instance().find(node.op_type);
   if (!schema) throw std::runtime_error("no schema for " + node.op_type);
   InferContext context(node, opset, inputs);
@@ -27,7 +29,8 @@ std::vector<InferredOutput> infer_node(const Node& node, const std::vector<Value
 
 }  // namespace
 
-std::vector<InferredOutput> infer_op(const std::string& op_type, const std::vector<ValueInfo>& inputs,
+std::vector<InferredOutput> infer_op(const std::string& op_type,
+                                     const std::vector<ValueInfo>& inputs,
                                      std::map<std::string, Attribute, std::less<>> attributes,
                                      int num_outputs, int opset) {
   std::vector<bool> present;
@@ -95,6 +98,8 @@ void expect_close(const Tensor& actual, const Tensor& expected, double rtol, dou
   }
 }
 
-void expect_equal(const Tensor& actual, const Tensor& expected) { expect_close(actual, expected, 0, 0); }
+void expect_equal(const Tensor& actual, const Tensor& expected) {
+  expect_close(actual, expected, 0, 0);
+}
 
 }  // namespace tandem::testing

@@ -18,11 +18,12 @@ struct OpResult {
 // Builds a one-node graph, infers its output types with every input's contents known (as at
 // run time), compiles the CPU kernel and runs it. An undefined Tensor is an omitted input.
 OpResult run_op(const std::string& op_type, const std::vector<Tensor>& inputs,
-                std::map<std::string, Attribute, std::less<>> attributes = {},
-                int num_outputs = 1, int opset = 21);
+                std::map<std::string, Attribute, std::less<>> attributes = {}, int num_outputs = 1,
+                int opset = 21);
 
 // Shape inference alone, with the given inputs (values optional).
-std::vector<InferredOutput> infer_op(const std::string& op_type, const std::vector<ValueInfo>& inputs,
+std::vector<InferredOutput> infer_op(const std::string& op_type,
+                                     const std::vector<ValueInfo>& inputs,
                                      std::map<std::string, Attribute, std::less<>> attributes = {},
                                      int num_outputs = 1, int opset = 21);
 

@@ -52,7 +52,8 @@ TEST_P(ZooModel, MatchesOnnxRuntime) {
   std::vector<Tensor> inputs;
   for (int id : model.graph.inputs) {
     for (const auto& input : entry["inputs"]) {
-      if (input["name"] == model.graph.values[id].name) inputs.push_back(read_npy(zoo_dir() + "/" + input["file"].get<std::string>()));
+      if (input["name"] == model.graph.values[id].name)
+        inputs.push_back(read_npy(zoo_dir() + "/" + input["file"].get<std::string>()));
     }
   }
   ASSERT_EQ(inputs.size(), model.graph.inputs.size());
@@ -69,20 +70,24 @@ TEST_P(ZooModel, MatchesOnnxRuntime) {
       const Tensor expected = read_npy(zoo_dir() + "/" + expected_entry["file"].get<std::string>());
       const Comparison comparison = compare_tensors(outputs[i], expected);
       EXPECT_TRUE(comparison.matches)
-          << name << " output " << expected_entry["name"] << ": " << comparison.problem << " element "
-          << comparison.worst_index << " got " << comparison.actual << ", expected " << comparison.expected;
+          << name << " output " << expected_entry["name"] << ": " << comparison.problem
+          << " element " << comparison.worst_index << " got " << comparison.actual << ", expected "
+          << comparison.expected;
     }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, ZooModel, ::testing::Combine(::testing::ValuesIn(model_names()), ::testing::Bool()),
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooModel,
+                         ::testing::Combine(::testing::ValuesIn(model_names()), ::testing::Bool()),
                          [](const auto& info) {
-                           return std::get<0>(info.param) + (std::get<1>(info.param) ? "_fused" : "_as_imported");
+                           return std::get<0>(info.param) +
+                                  (std::get<1>(info.param) ? "_fused" : "_as_imported");
                          });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ZooModel);
 
 TEST(Zoo, ManifestIsPresent) {
-  ASSERT_GE(model_names().size(), 10u) << "run scripts/setup.sh to generate the zoo in " << zoo_dir();
+  ASSERT_GE(model_names().size(), 10u)
+      << "run scripts/setup.sh to generate the zoo in " << zoo_dir();
 }
 
 }  // namespace

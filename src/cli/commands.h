@@ -39,6 +39,7 @@ int run_command(const RunOptions& options);
 // Parses --dim/--shape into importer options and loads the model, with progress on stderr.
 ImportedModel load_model(const ModelOptions& options);
 // Splits "NAME=VALUE"; throws InputError naming the option otherwise.
-std::pair<std::string, std::string> split_assignment(const std::string& text, const std::string& option);
+std::pair<std::string, std::string> split_assignment(const std::string& text,
+                                                     const std::string& option);
 
 }  // namespace tandem::cli

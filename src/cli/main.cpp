@@ -12,37 +12,52 @@ using namespace tandem::cli;
 
 void add_model_options(CLI::App& verb, ModelOptions& options) {
   verb.add_option("model", options.model, "ONNX model file")->required();
-  verb.add_option("--dim", options.dims, "bind a symbolic dimension, e.g. --dim batch=8 (unbound ones are 1)");
-  verb.add_option("--shape", options.shapes, "set an input's whole shape, e.g. --shape input=8x3x224x224");
+  verb.add_option("--dim", options.dims,
+                  "bind a symbolic dimension, e.g. --dim batch=8 (unbound ones are 1)");
+  verb.add_option("--shape", options.shapes,
+                  "set an input's whole shape, e.g. --shape input=8x3x224x224");
   verb.add_flag("--json", options.json, "print JSON instead of tables");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tandem: runs deep-learning models across CPUs, GPUs and TPUs, and says how fast beforehand"};
+  CLI::App app{
+      "tandem: runs deep-learning models across CPUs, GPUs and TPUs, and says how fast beforehand"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "tandem 0.1.0");
 
   InspectOptions inspect;
-  CLI::App* inspect_verb = app.add_subcommand("inspect", "show a model's ops, work (FLOPs, bytes), parameters, inputs and outputs");
+  CLI::App* inspect_verb = app.add_subcommand(
+      "inspect", "show a model's ops, work (FLOPs, bytes), parameters, inputs and outputs");
   add_model_options(*inspect_verb, inspect);
 
   RunOptions run;
-  CLI::App* run_verb = app.add_subcommand("run", "run a model on the CPU, check its outputs and time it");
+  CLI::App* run_verb =
+      app.add_subcommand("run", "run a model on the CPU, check its outputs and time it");
   add_model_options(*run_verb, run);
-  run_verb->add_option("--input", run.inputs, "input from a .npy file, NAME=FILE.npy (random when absent)");
-  run_verb->add_option("--expect", run.expects, "compare an output with a .npy file, NAME=FILE.npy (exit 1 on mismatch)");
+  run_verb->add_option("--input", run.inputs,
+                       "input from a .npy file, NAME=FILE.npy (random when absent)");
+  run_verb->add_option("--expect", run.expects,
+                       "compare an output with a .npy file, NAME=FILE.npy (exit 1 on mismatch)");
   run_verb->add_option("--output-dir", run.output_dir, "write every output as DIR/NAME.npy");
-  run_verb->add_option("--threads", run.threads, "CPU threads (default: all cores)")->check(CLI::Range(1, 1024));
+  run_verb->add_option("--threads", run.threads, "CPU threads (default: all cores)")
+      ->check(CLI::Range(1, 1024));
   run_verb->add_option("--seed", run.seed, "seed of the random inputs")->capture_default_str();
-  run_verb->add_option("--warmup", run.warmup, "untimed runs first")->capture_default_str()->check(CLI::Range(0, 1000000));
-  run_verb->add_option("--iterations", run.iterations, "timed runs")->capture_default_str()->check(CLI::Range(1, 1000000));
-  run_verb->add_flag("!--no-fusion", run.fuse, "run the graph as imported, without folding BatchNorm or fusing activations");
-  run_verb->add_flag("--profile", run.profile, "time every op and show where the time goes, per op type");
+  run_verb->add_option("--warmup", run.warmup, "untimed runs first")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  run_verb->add_option("--iterations", run.iterations, "timed runs")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  run_verb->add_flag("!--no-fusion", run.fuse,
+                     "run the graph as imported, without folding BatchNorm or fusing activations");
+  run_verb->add_flag("--profile", run.profile,
+                     "time every op and show where the time goes, per op type");
 
-  app.footer("Exit status: 0 success, 1 outputs differ from --expect, 2 bad input, 3 internal error.\n"
-             "Run `tandem VERB --help` for a verb's options.");
+  app.footer(
+      "Exit status: 0 success, 1 outputs differ from --expect, 2 bad input, 3 internal error.\n"
+      "Run `tandem VERB --help` for a verb's options.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -53,7 +68,8 @@ int main(int argc, char** argv) {
     if (*inspect_verb) return inspect_command(inspect);
     return run_command(run);
   } catch (const tandem::InputError& e) {
-    std::fprintf(stderr, "tandem: error: %s%s%s\n", e.subject().c_str(), e.subject().empty() ? "" : ": ", e.what());
+    std::fprintf(stderr, "tandem: error: %s%s%s\n", e.subject().c_str(),
+                 e.subject().empty() ? "" : ": ", e.what());
     return kExitBadInput;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "tandem: error: out of memory\n");

@@ -7,7 +7,8 @@
 
 namespace tandem::cli {
 
-std::pair<std::string, std::string> split_assignment(const std::string& text, const std::string& option) {
+std::pair<std::string, std::string> split_assignment(const std::string& text,
+                                                     const std::string& option) {
   const size_t equals = text.find('=');
   if (equals == std::string::npos || equals == 0 || equals + 1 == text.size()) {
     throw InputError(option + " " + text, "expected NAME=VALUE");
@@ -50,18 +51,21 @@ ImportedModel load_model(const ModelOptions& options) {
     import.shapes[name] = dims;
   }
   const bool interactive = isatty(fileno(stderr));
-  import.progress = [interactive, last = -1](size_t done, size_t total) mutable {
+  import.progress = [ interactive, last = -1 ](size_t done, size_t total) mutable {
     if (!interactive || total < (size_t{64} << 20)) return;
-    const int percent = static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total));
-    if (percent == last) return;
-    last = percent;
-    std::fprintf(stderr, "\rloading weights %3d%%%s", percent, done == total ? "\n" : "");
-  };
-  ImportedModel model = import_onnx(options.model, import);
-  for (const std::string& name : model.unbound_dims) {
-    if (!options.json) std::fprintf(stderr, "note: symbolic dimension '%s' bound to 1 (set it with --dim %s=N)\n", name.c_str(), name.c_str());
-  }
-  return model;
+  const int percent =
+      static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total));
+  if (percent == last) return;
+  last = percent;
+  std::fprintf(stderr, "\rloading weights %3d%%%s", percent, done == total ? "\n" : "");
+};
+ImportedModel model = import_onnx(options.model, import);
+for (const std::string& name : model.unbound_dims) {
+  if (!options.json)
+    std::fprintf(stderr, "note: symbolic dimension '%s' bound to 1 (set it with --dim %s=N)\n",
+                 name.c_str(), name.c_str());
 }
+return model;
+}  // namespace tandem::cli
 
 }  // namespace tandem::cli

@@ -25,8 +25,8 @@ std::vector<Tensor> prepare_inputs(const Graph& graph, const RunOptions& options
   std::map<std::string, std::string> files;
   for (const std::string& text : options.inputs) {
     auto [name, file] = split_assignment(text, "--input");
-    if (graph.find_value(name) < 0 ||
-        std::find(graph.inputs.begin(), graph.inputs.end(), graph.find_value(name)) == graph.inputs.end()) {
+    if (graph.find_value(name) < 0 || std::find(graph.inputs.begin(), graph.inputs.end(),
+                                                graph.find_value(name)) == graph.inputs.end()) {
       throw InputError("--input " + text, "the model has no input '" + name + "'");
     }
     files[name] = file;
@@ -42,12 +42,15 @@ std::vector<Tensor> prepare_inputs(const Graph& graph, const RunOptions& options
     }
     Tensor tensor = read_npy(file->second);
     if (tensor.dtype() != value.type.dtype) {
-      throw InputError(file->second, "dtype " + std::string(dtype_name(tensor.dtype())) + " does not match input '" +
-                                         value.name + "' (" + std::string(dtype_name(value.type.dtype)) + ")");
+      throw InputError(file->second, "dtype " + std::string(dtype_name(tensor.dtype())) +
+                                         " does not match input '" + value.name + "' (" +
+                                         std::string(dtype_name(value.type.dtype)) + ")");
     }
     if (tensor.shape() != value.type.shape) {
-      throw InputError(file->second, "shape " + shape_str(tensor.shape()) + " does not match input '" + value.name +
-                                         "' (" + shape_str(value.type.shape) + "; bind dims with --dim or --shape)");
+      throw InputError(file->second, "shape " + shape_str(tensor.shape()) +
+                                         " does not match input '" + value.name + "' (" +
+                                         shape_str(value.type.shape) +
+                                         "; bind dims with --dim or --shape)");
     }
     inputs.push_back(tensor);
   }
@@ -72,7 +75,8 @@ int run_command(const RunOptions& options) {
   for (const std::string& text : options.expects) {
     auto [name, file] = split_assignment(text, "--expect");
     const int id = graph.find_value(name);
-    if (id < 0 || std::find(graph.outputs.begin(), graph.outputs.end(), id) == graph.outputs.end()) {
+    if (id < 0 ||
+        std::find(graph.outputs.begin(), graph.outputs.end(), id) == graph.outputs.end()) {
       throw InputError("--expect " + text, "the model has no output '" + name + "'");
     }
     expected[name] = read_npy(file);
@@ -103,7 +107,8 @@ int run_command(const RunOptions& options) {
     const auto start = std::chrono::steady_clock::now();
     outputs = executor.run(inputs);
     const auto end = std::chrono::steady_clock::now();
-    if (i >= options.warmup) latencies_ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
+    if (i >= options.warmup)
+      latencies_ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
     if (interactive && end - started > std::chrono::seconds(2)) {
       std::fprintf(stderr, "\rrun %d/%d", i + 1, total_runs);
       if (i + 1 == total_runs) std::fprintf(stderr, "\n");
@@ -114,7 +119,8 @@ int run_command(const RunOptions& options) {
   report.model = model.path;
   report.threads = cpu::cpu_threads();
   report.batch = graph.inputs.empty() || graph.values[graph.inputs[0]].type.shape.empty()
-                     ? 1 : graph.values[graph.inputs[0]].type.shape[0];
+                     ? 1
+                     : graph.values[graph.inputs[0]].type.shape[0];
   report.latencies_ms = latencies_ms;
   report.arena_bytes = executor.memory_plan().arena_bytes;
   report.unplanned_bytes = executor.memory_plan().requested_bytes;
@@ -128,7 +134,8 @@ int run_command(const RunOptions& options) {
     const std::string& name = graph.values[graph.outputs[i]].name;
     report.outputs.push_back({name, outputs[i]});
     auto reference = expected.find(name);
-    if (reference != expected.end()) report.checks.push_back({name, compare_tensors(outputs[i], reference->second)});
+    if (reference != expected.end())
+      report.checks.push_back({name, compare_tensors(outputs[i], reference->second)});
   }
   if (!options.output_dir.empty()) {
     std::error_code error;
@@ -138,7 +145,8 @@ int run_command(const RunOptions& options) {
       write_npy((std::filesystem::path(options.output_dir) / file_name_for(name)).string(), tensor);
     }
   }
-  std::printf("%s\n", options.json ? run_report_json(report).dump(2).c_str() : render_run_report(report).c_str());
+  std::printf("%s\n", options.json ? run_report_json(report).dump(2).c_str()
+                                   : render_run_report(report).c_str());
   for (const auto& [name, comparison] : report.checks) {
     if (comparison.matches) continue;
     std::fprintf(stderr, "tandem: mismatch: %s\n", describe_mismatch(name, comparison).c_str());

@@ -8,21 +8,16 @@ namespace tandem {
 size_t dtype_size(DType dtype) {
   switch (dtype) {
     case DType::kFloat32:
-    case DType::kInt32:
-      return 4;
+    case DType::kInt32: return 4;
     case DType::kFloat16:
     case DType::kBFloat16:
-    case DType::kInt16:
-      return 2;
+    case DType::kInt16: return 2;
     case DType::kFloat64:
-    case DType::kInt64:
-      return 8;
+    case DType::kInt64: return 8;
     case DType::kInt8:
     case DType::kUInt8:
-    case DType::kBool:
-      return 1;
-    case DType::kUndefined:
-      return 0;
+    case DType::kBool: return 1;
+    case DType::kUndefined: return 0;
   }
   return 0;
 }

@@ -7,7 +7,9 @@ namespace {
 
 class Fuser {
  public:
-  explicit Fuser(Graph& graph) : graph_(graph), removed_(graph.nodes.size(), false) { count_uses(); }
+  explicit Fuser(Graph& graph) : graph_(graph), removed_(graph.nodes.size(), false) {
+    count_uses();
+  }
 
   FusionStats run() {
     for (size_t n = 0; n < graph_.nodes.size(); ++n) {
@@ -61,14 +63,16 @@ class Fuser {
   }
 
   const Tensor* constant(int value) const {
-    return value >= 0 && graph_.values[value].is_constant() ? &graph_.values[value].constant : nullptr;
+    return value >= 0 && graph_.values[value].is_constant() ? &graph_.values[value].constant
+                                                            : nullptr;
   }
 
   // Node n takes over the outputs of `absorbed`, which disappears.
   void absorb(size_t n, size_t absorbed) {
     Node& node = graph_.nodes[n];
     Node& gone = graph_.nodes[absorbed];
-    const double between = intermediate_bytes(node.outputs[0]);  // written once and read once, no more
+    const double between =
+        intermediate_bytes(node.outputs[0]);  // written once and read once, no more
     node.outputs = gone.outputs;
     node.cost.flops += gone.cost.flops;
     node.cost.bytes += gone.cost.bytes - between;
@@ -108,7 +112,9 @@ class Fuser {
     }
     const Tensor* weight = constant(conv.inputs[1]);
     const Tensor* bias = conv.inputs.size() > 2 ? constant(conv.inputs[2]) : nullptr;
-    if (!weight || weight->dtype() != DType::kFloat32 || (conv.inputs.size() > 2 && conv.inputs[2] >= 0 && !bias)) return;
+    if (!weight || weight->dtype() != DType::kFloat32 ||
+        (conv.inputs.size() > 2 && conv.inputs[2] >= 0 && !bias))
+      return;
     const Tensor* scale = constant(bn.inputs[1]);
     const Tensor* shift = constant(bn.inputs[2]);
     const Tensor* mean = constant(bn.inputs[3]);
@@ -122,11 +128,13 @@ class Fuser {
     Tensor folded_bias = Tensor::allocate(DType::kFloat32, {channels});
     const int64_t per_channel = weight->numel() / channels;
     for (int64_t c = 0; c < channels; ++c) {
-      const double s = scale->data<float>()[c] / std::sqrt(static_cast<double>(var->data<float>()[c]) + epsilon);
+      const double s =
+          scale->data<float>()[c] / std::sqrt(static_cast<double>(var->data<float>()[c]) + epsilon);
       float* w = folded_weight.data<float>() + c * per_channel;
       for (int64_t i = 0; i < per_channel; ++i) w[i] = static_cast<float>(w[i] * s);
       const double b = bias ? bias->data<float>()[c] : 0.0;
-      folded_bias.data<float>()[c] = static_cast<float>((b - mean->data<float>()[c]) * s + shift->data<float>()[c]);
+      folded_bias.data<float>()[c] =
+          static_cast<float>((b - mean->data<float>()[c]) * s + shift->data<float>()[c]);
     }
     const std::string base = conv.name.empty() ? "conv" : conv.name;
     conv.inputs.resize(3);
@@ -146,8 +154,10 @@ class Fuser {
     if (add.op_type != "Add" || add.inputs.size() != 2) return;
     const int mine = conv.outputs[0];
     const int other = add.inputs[0] == mine ? add.inputs[1] : add.inputs[0];
-    if (other < 0 || other == mine || graph_.values[other].type.shape != graph_.values[mine].type.shape ||
-        graph_.values[mine].type.dtype != DType::kFloat32 || graph_.values[other].type.dtype != DType::kFloat32 ||
+    if (other < 0 || other == mine ||
+        graph_.values[other].type.shape != graph_.values[mine].type.shape ||
+        graph_.values[mine].type.dtype != DType::kFloat32 ||
+        graph_.values[other].type.dtype != DType::kFloat32 ||
         !is_static(graph_.values[mine].type.shape)) {
       return;
     }

@@ -12,7 +12,8 @@ const T* find_attr(const Node& node, std::string_view attr) {
   auto it = node.attributes.find(attr);
   if (it == node.attributes.end()) return nullptr;
   const T* value = std::get_if<T>(&it->second);
-  if (!value) throw InputError(node.label() + ": attribute '" + std::string(attr) + "' has the wrong type");
+  if (!value)
+    throw InputError(node.label() + ": attribute '" + std::string(attr) + "' has the wrong type");
   return value;
 }
 
@@ -43,7 +44,9 @@ std::vector<float> Node::attr_floats(std::string_view attr) const {
   return value ? *value : std::vector<float>{};
 }
 
-const Tensor* Node::attr_tensor(std::string_view attr) const { return find_attr<Tensor>(*this, attr); }
+const Tensor* Node::attr_tensor(std::string_view attr) const {
+  return find_attr<Tensor>(*this, attr);
+}
 
 std::shared_ptr<Graph> Node::attr_graph(std::string_view attr) const {
   const auto* value = find_attr<std::shared_ptr<Graph>>(*this, attr);

@@ -12,9 +12,9 @@ namespace tandem {
 
 class Graph;
 
-using Attribute = std::variant<int64_t, float, std::string, std::vector<int64_t>,
-                               std::vector<float>, std::vector<std::string>, Tensor,
-                               std::shared_ptr<Graph>>;
+using Attribute =
+    std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>,
+                 std::vector<std::string>, Tensor, std::shared_ptr<Graph>>;
 
 struct TensorType {
   DType dtype = DType::kUndefined;
@@ -30,8 +30,8 @@ struct OpCost {
 struct Value {
   std::string name;
   TensorType type;
-  Tensor constant;         // defined for initializers and folded constants
-  int producer = -1;       // index of the producing node, -1 for inputs and constants
+  Tensor constant;           // defined for initializers and folded constants
+  int producer = -1;         // index of the producing node, -1 for inputs and constants
   bool outer_scope = false;  // a subgraph's reference to a value of an enclosing graph
   bool is_constant() const { return constant.defined(); }
 };

@@ -40,17 +40,21 @@ void infer_node_subgraphs(const Graph& graph, Node& node) {
     if (node.op_type == "Loop") {
       // Body inputs: iteration number, condition, then the loop-carried values.
       if (subgraph.inputs.size() < 2 || subgraph.inputs.size() != node.inputs.size()) {
-        throw InputError(node.label() + ": the body must take 2 + N inputs for N loop-carried values");
+        throw InputError(node.label() +
+                         ": the body must take 2 + N inputs for N loop-carried values");
       }
       subgraph.values[subgraph.inputs[0]].type = {DType::kInt64, {}};
       subgraph.values[subgraph.inputs[1]].type = {DType::kBool, {}};
       for (size_t i = 2; i < node.inputs.size(); ++i) {
-        if (node.inputs[i] < 0) throw InputError(node.label() + ": loop-carried input " + std::to_string(i) + " is missing");
+        if (node.inputs[i] < 0)
+          throw InputError(node.label() + ": loop-carried input " + std::to_string(i) +
+                           " is missing");
         TensorType& formal = subgraph.values[subgraph.inputs[i]].type;
         const TensorType& actual = graph.values[node.inputs[i]].type;
         formal.dtype = actual.dtype;
         // A carried value may change shape between iterations unless the body declares it.
-        if (formal.shape.size() != actual.shape.size()) formal.shape.assign(actual.shape.size(), kDynamicDim);
+        if (formal.shape.size() != actual.shape.size())
+          formal.shape.assign(actual.shape.size(), kDynamicDim);
       }
     }
     infer_subgraph(subgraph);
@@ -61,7 +65,8 @@ void set_cost(const Graph& graph, Node& node, const OpSchema& schema) {
   std::vector<TensorType> inputs, outputs;
   for (int id : node.inputs) inputs.push_back(id >= 0 ? graph.values[id].type : TensorType{});
   for (int id : node.outputs) outputs.push_back(id >= 0 ? graph.values[id].type : TensorType{});
-  node.cost = schema.cost ? schema.cost(node, inputs, outputs) : default_cost(node, inputs, outputs);
+  node.cost =
+      schema.cost ? schema.cost(node, inputs, outputs) : default_cost(node, inputs, outputs);
   for (const auto& [key, attr] : node.attributes) {
     if (const auto* sub = std::get_if<std::shared_ptr<Graph>>(&attr)) {
       for (const Node& inner : (*sub)->nodes) {

@@ -38,8 +38,9 @@ std::vector<std::string> OpRegistry::op_types() const {
 }
 
 void OpRegistry::add(OpSchema schema) {
-  auto it = std::lower_bound(schemas_.begin(), schemas_.end(), schema.name,
-                             [](const OpSchema& s, const std::string& key) { return s.name < key; });
+  auto it =
+      std::lower_bound(schemas_.begin(), schemas_.end(), schema.name,
+                       [](const OpSchema& s, const std::string& key) { return s.name < key; });
   if (it != schemas_.end() && it->name == schema.name) {
     throw std::logic_error("op schema registered twice: " + schema.name);
   }

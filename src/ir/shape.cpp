@@ -54,8 +54,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
       // A dynamic dim against a known one other than 1 must equal it to be valid.
       out[i] = da == kDynamicDim ? db : da;
     } else {
-      throw InputError("shapes " + shape_str(a) + " and " + shape_str(b) +
-                       " cannot be broadcast");
+      throw InputError("shapes " + shape_str(a) + " and " + shape_str(b) + " cannot be broadcast");
     }
   }
   return out;

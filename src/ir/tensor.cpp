@@ -63,7 +63,8 @@ std::vector<int64_t> Tensor::to_int64s() const {
       case DType::kInt8: values[i] = data<int8_t>()[i]; break;
       case DType::kUInt8:
       case DType::kBool: values[i] = data<uint8_t>()[i]; break;
-      default: throw InputError("expected an integer tensor, got " + std::string(dtype_name(dtype_)));
+      default:
+        throw InputError("expected an integer tensor, got " + std::string(dtype_name(dtype_)));
     }
   }
   return values;

@@ -29,7 +29,8 @@ class Importer {
     const Scope* parent;
   };
 
-  void convert_graph(const onnx::GraphProto& proto, Graph& graph, const Scope* parent, bool top_level);
+  void convert_graph(const onnx::GraphProto& proto, Graph& graph, const Scope* parent,
+                     bool top_level);
 
   std::vector<std::string> unbound_dims;
 
@@ -44,7 +45,8 @@ class Importer {
 
 TensorType Importer::value_type(const onnx::ValueInfoProto& info, bool bind_symbols) {
   if (!info.type().has_tensor_type()) {
-    throw InputError("'" + info.name() + "' is not a tensor (sequences and maps are not supported)");
+    throw InputError("'" + info.name() +
+                     "' is not a tensor (sequences and maps are not supported)");
   }
   const onnx::TypeProto_Tensor& tensor = info.type().tensor_type();
   TensorType type{dtype_from_onnx(tensor.elem_type(), info.name()), {}};
@@ -52,10 +54,12 @@ TensorType Importer::value_type(const onnx::ValueInfoProto& info, bool bind_symb
   for (const onnx::TensorShapeProto_Dimension& dim : tensor.shape().dim()) {
     if (dim.has_dim_value()) {
       if (dim.dim_value() < 0) {
-        throw InputError("'" + info.name() + "' has a negative dimension " + std::to_string(dim.dim_value()));
+        throw InputError("'" + info.name() + "' has a negative dimension " +
+                         std::to_string(dim.dim_value()));
       }
       if (dim.dim_value() > kMaxElements) {
-        throw InputError("'" + info.name() + "' has an absurd dimension " + std::to_string(dim.dim_value()));
+        throw InputError("'" + info.name() + "' has an absurd dimension " +
+                         std::to_string(dim.dim_value()));
       }
       type.shape.push_back(dim.dim_value());
     } else if (bind_symbols && dim.has_dim_param()) {
@@ -63,7 +67,8 @@ TensorType Importer::value_type(const onnx::ValueInfoProto& info, bool bind_symb
       if (bound != options_.dims.end()) {
         type.shape.push_back(bound->second);
       } else {
-        if (std::find(unbound_dims.begin(), unbound_dims.end(), dim.dim_param()) == unbound_dims.end()) {
+        if (std::find(unbound_dims.begin(), unbound_dims.end(), dim.dim_param()) ==
+            unbound_dims.end()) {
           unbound_dims.push_back(dim.dim_param());
         }
         type.shape.push_back(1);
@@ -91,15 +96,18 @@ int Importer::resolve(const std::string& name, Graph& graph, const Scope* parent
   throw InputError("tensor '" + name + "' is used but never defined");
 }
 
-Attribute Importer::convert_attribute(const onnx::AttributeProto& attr, Graph& graph, const Scope& scope) {
+Attribute Importer::convert_attribute(const onnx::AttributeProto& attr, Graph& graph,
+                                      const Scope& scope) {
   using onnx::AttributeProto;
   switch (attr.type()) {
     case AttributeProto::INT: return attr.i();
     case AttributeProto::FLOAT: return attr.f();
     case AttributeProto::STRING: return attr.s();
     case AttributeProto::INTS: return std::vector<int64_t>(attr.ints().begin(), attr.ints().end());
-    case AttributeProto::FLOATS: return std::vector<float>(attr.floats().begin(), attr.floats().end());
-    case AttributeProto::STRINGS: return std::vector<std::string>(attr.strings().begin(), attr.strings().end());
+    case AttributeProto::FLOATS:
+      return std::vector<float>(attr.floats().begin(), attr.floats().end());
+    case AttributeProto::STRINGS:
+      return std::vector<std::string>(attr.strings().begin(), attr.strings().end());
     case AttributeProto::TENSOR: return tensor_from_proto(attr.t(), weights_);
     case AttributeProto::GRAPH: {
       auto subgraph = std::make_shared<Graph>();
@@ -113,9 +121,11 @@ Attribute Importer::convert_attribute(const onnx::AttributeProto& attr, Graph& g
   }
 }
 
-void Importer::convert_graph(const onnx::GraphProto& proto, Graph& graph, const Scope* parent, bool top_level) {
+void Importer::convert_graph(const onnx::GraphProto& proto, Graph& graph, const Scope* parent,
+                             bool top_level) {
   size_t total_weight_bytes = 0, loaded_weight_bytes = 0;
-  for (const onnx::TensorProto& init : proto.initializer()) total_weight_bytes += declared_bytes(init);
+  for (const onnx::TensorProto& init : proto.initializer())
+    total_weight_bytes += declared_bytes(init);
   for (const onnx::TensorProto& init : proto.initializer()) {
     const int id = graph.add_value(init.name());
     graph.values[id].constant = tensor_from_proto(init, weights_);
@@ -130,7 +140,8 @@ void Importer::convert_graph(const onnx::GraphProto& proto, Graph& graph, const 
       auto given = options_.shapes.find(input.name());
       if (given != options_.shapes.end()) {
         if (!type.shape.empty() && given->second.size() != type.shape.size()) {
-          throw InputError("--shape " + input.name() + ": rank " + std::to_string(given->second.size()) +
+          throw InputError("--shape " + input.name() + ": rank " +
+                           std::to_string(given->second.size()) +
                            " does not match the model's rank " + std::to_string(type.shape.size()));
         }
         type.shape = given->second;
@@ -144,7 +155,8 @@ void Importer::convert_graph(const onnx::GraphProto& proto, Graph& graph, const 
     node.name = proto_node.name();
     node.op_type = proto_node.op_type();
     node.domain = proto_node.domain() == "ai.onnx" ? "" : proto_node.domain();
-    for (const std::string& name : proto_node.input()) node.inputs.push_back(resolve(name, graph, parent));
+    for (const std::string& name : proto_node.input())
+      node.inputs.push_back(resolve(name, graph, parent));
     for (const onnx::AttributeProto& attr : proto_node.attribute()) {
       node.attributes.emplace(attr.name(), convert_attribute(attr, graph, scope));
     }
@@ -162,7 +174,8 @@ void Importer::convert_graph(const onnx::GraphProto& proto, Graph& graph, const 
   if (!top_level) {
     for (size_t i = 0; i < graph.inputs.size(); ++i) {
       const onnx::ValueInfoProto& input = proto.input(static_cast<int>(i));
-      if (input.type().has_tensor_type()) graph.values[graph.inputs[i]].type = value_type(input, false);
+      if (input.type().has_tensor_type())
+        graph.values[graph.inputs[i]].type = value_type(input, false);
     }
   }
   // Nodes may come in any order in the file; order them before inference.
@@ -177,16 +190,19 @@ std::vector<char> read_model_file(const std::string& path) {
   const uintmax_t size = fs::file_size(path, error);
   if (error) throw InputError(path, "cannot read: " + error.message());
   if (size == 0) throw InputError(path, "is empty, not an ONNX model");
-  if (size > kMaxModelFileBytes) throw InputError(path, "is over 2 GiB; keep large weights in external data files");
+  if (size > kMaxModelFileBytes)
+    throw InputError(path, "is over 2 GiB; keep large weights in external data files");
   std::vector<char> bytes(size);
   std::ifstream file(path, std::ios::binary);
-  if (!file.read(bytes.data(), static_cast<std::streamsize>(size))) throw InputError(path, "cannot read");
+  if (!file.read(bytes.data(), static_cast<std::streamsize>(size)))
+    throw InputError(path, "cannot read");
   return bytes;
 }
 
 int default_opset(const onnx::ModelProto& model) {
   for (const onnx::OperatorSetIdProto& opset : model.opset_import()) {
-    if (opset.domain().empty() || opset.domain() == "ai.onnx") return static_cast<int>(opset.version());
+    if (opset.domain().empty() || opset.domain() == "ai.onnx")
+      return static_cast<int>(opset.version());
   }
   throw InputError("the model imports no default-domain opset");
 }
@@ -204,7 +220,8 @@ void check_with_libonnx(onnx::ModelProto& proto, const std::string& path) {
   onnx::checker::CheckerContext context;
   context.set_ir_version(static_cast<int>(proto.ir_version()));
   std::unordered_map<std::string, int> opsets;
-  for (const onnx::OperatorSetIdProto& opset : proto.opset_import()) opsets[opset.domain()] = static_cast<int>(opset.version());
+  for (const onnx::OperatorSetIdProto& opset : proto.opset_import())
+    opsets[opset.domain()] = static_cast<int>(opset.version());
   context.set_opset_imports(opsets);
   context.set_model_dir(fs::path(path).parent_path().string());
   try {
@@ -234,14 +251,16 @@ ImportedModel import_onnx(const std::string& path, const ImportOptions& options)
     ImportedModel model;
     model.path = path;
     model.ir_version = proto.ir_version();
-    model.producer = proto.producer_name() + (proto.producer_version().empty() ? "" : " " + proto.producer_version());
+    model.producer = proto.producer_name() +
+                     (proto.producer_version().empty() ? "" : " " + proto.producer_version());
     model.graph.opset = opset;
     Importer importer(path, options);
     importer.convert_graph(proto.graph(), model.graph, nullptr, true);
     check_with_libonnx(proto, path);
     model.unbound_dims = importer.unbound_dims;
     for (const auto& [name, shape] : options.shapes) {
-      if (model.graph.find_value(name) < 0) throw InputError("--shape names no input '" + name + "'");
+      if (model.graph.find_value(name) < 0)
+        throw InputError("--shape names no input '" + name + "'");
     }
     infer_graph(model.graph);
     return model;

@@ -8,8 +8,8 @@
 namespace tandem {
 
 struct ImportOptions {
-  std::map<std::string, int64_t> dims;   // symbolic dimension name -> size (--dim batch=8)
-  std::map<std::string, Shape> shapes;   // input name -> full shape (--shape x=8x3x224x224)
+  std::map<std::string, int64_t> dims;  // symbolic dimension name -> size (--dim batch=8)
+  std::map<std::string, Shape> shapes;  // input name -> full shape (--shape x=8x3x224x224)
   // Called while loading large weights: bytes read so far and in total.
   std::function<void(size_t done, size_t total)> progress;
 };

@@ -19,19 +19,22 @@ void ExternalWeights::read(const std::string& location, uint64_t offset, uint64_
     throw InputError(what + ": location '" + location + "' must be a relative path");
   }
   for (const fs::path& part : relative) {
-    if (part == "..") throw InputError(what + ": location '" + location + "' leaves the model's folder");
+    if (part == "..")
+      throw InputError(what + ": location '" + location + "' leaves the model's folder");
   }
   std::error_code error;
   const fs::path resolved = fs::weakly_canonical(model_dir_ / relative, error);
-  const auto [end, unused] = std::mismatch(model_dir_.begin(), model_dir_.end(), resolved.begin(), resolved.end());
+  const auto [end, unused] =
+      std::mismatch(model_dir_.begin(), model_dir_.end(), resolved.begin(), resolved.end());
   if (error || end != model_dir_.end()) {
     throw InputError(what + ": location '" + location + "' leads outside the model's folder");
   }
   const uintmax_t size = fs::file_size(resolved, error);
   if (error) throw InputError(what + ": cannot open '" + location + "'");
   if (offset > size || bytes > size - offset) {
-    throw InputError(what + ": offset " + std::to_string(offset) + " + length " + std::to_string(bytes) +
-                     " is past the end of '" + location + "' (" + std::to_string(size) + " bytes)");
+    throw InputError(what + ": offset " + std::to_string(offset) + " + length " +
+                     std::to_string(bytes) + " is past the end of '" + location + "' (" +
+                     std::to_string(size) + " bytes)");
   }
   std::ifstream file(resolved, std::ios::binary);
   file.seekg(static_cast<std::streamoff>(offset));
@@ -55,9 +58,10 @@ DType dtype_from_onnx(int32_t elem_type, const std::string& what) {
     case TensorProto::BOOL: return DType::kBool;
     default: break;
   }
-  const std::string name = TensorProto::DataType_IsValid(elem_type)
-                               ? TensorProto::DataType_Name(static_cast<TensorProto::DataType>(elem_type))
-                               : std::to_string(elem_type);
+  const std::string name =
+      TensorProto::DataType_IsValid(elem_type)
+          ? TensorProto::DataType_Name(static_cast<TensorProto::DataType>(elem_type))
+          : std::to_string(elem_type);
   throw InputError("'" + what + "' has unsupported element type " + name);
 }
 
@@ -79,7 +83,8 @@ Shape proto_shape(const onnx::TensorProto& proto) {
 
 // Copies a typed repeated field into a tensor of `count` elements, converting each.
 template <typename Stored, typename Field, typename Convert>
-void copy_field(const Field& field, int64_t count, Stored* out, const onnx::TensorProto& proto, Convert convert) {
+void copy_field(const Field& field, int64_t count, Stored* out, const onnx::TensorProto& proto,
+                Convert convert) {
   if (field.size() != count) {
     throw InputError("tensor '" + proto.name() + "' holds " + std::to_string(field.size()) +
                      " values, its shape needs " + std::to_string(count));
@@ -116,12 +121,14 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const ExternalWeights& 
         if (entry.key() == "offset") offset = std::stoull(entry.value());
         if (entry.key() == "length") length = std::stoull(entry.value());
       } catch (const std::exception&) {
-        throw InputError("external data of '" + proto.name() + "': bad " + entry.key() + " '" + entry.value() + "'");
+        throw InputError("external data of '" + proto.name() + "': bad " + entry.key() + " '" +
+                         entry.value() + "'");
       }
     }
     if (length != bytes) {
       throw InputError("external data of '" + proto.name() + "': length " + std::to_string(length) +
-                       " does not match its shape " + shape_str(shape) + " (" + std::to_string(bytes) + " bytes)");
+                       " does not match its shape " + shape_str(shape) + " (" +
+                       std::to_string(bytes) + " bytes)");
     }
     // Validate the file and range before allocating anything sized by the model.
     weights.read(location, offset, 0, nullptr, proto.name());
@@ -131,8 +138,9 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const ExternalWeights& 
   }
   if (proto.has_raw_data()) {
     if (proto.raw_data().size() != bytes) {
-      throw InputError("tensor '" + proto.name() + "': raw data has " + std::to_string(proto.raw_data().size()) +
-                       " bytes, its shape " + shape_str(shape) + " needs " + std::to_string(bytes));
+      throw InputError("tensor '" + proto.name() + "': raw data has " +
+                       std::to_string(proto.raw_data().size()) + " bytes, its shape " +
+                       shape_str(shape) + " needs " + std::to_string(bytes));
     }
     Tensor tensor = Tensor::allocate(dtype, shape);
     if (bytes) std::memcpy(tensor.raw(), proto.raw_data().data(), bytes);
@@ -154,23 +162,35 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const ExternalWeights& 
   Tensor tensor = Tensor::allocate(dtype, shape);
   const auto same = [](auto v) { return v; };
   switch (dtype) {
-    case DType::kFloat32: copy_field(proto.float_data(), count, tensor.data<float>(), proto, same); break;
-    case DType::kFloat64: copy_field(proto.double_data(), count, tensor.data<double>(), proto, same); break;
-    case DType::kInt64: copy_field(proto.int64_data(), count, tensor.data<int64_t>(), proto, same); break;
-    case DType::kInt32: copy_field(proto.int32_data(), count, tensor.data<int32_t>(), proto, same); break;
+    case DType::kFloat32:
+      copy_field(proto.float_data(), count, tensor.data<float>(), proto, same);
+      break;
+    case DType::kFloat64:
+      copy_field(proto.double_data(), count, tensor.data<double>(), proto, same);
+      break;
+    case DType::kInt64:
+      copy_field(proto.int64_data(), count, tensor.data<int64_t>(), proto, same);
+      break;
+    case DType::kInt32:
+      copy_field(proto.int32_data(), count, tensor.data<int32_t>(), proto, same);
+      break;
     case DType::kInt16:
-      copy_field(proto.int32_data(), count, tensor.data<int16_t>(), proto, [](int32_t v) { return static_cast<int16_t>(v); });
+      copy_field(proto.int32_data(), count, tensor.data<int16_t>(), proto,
+                 [](int32_t v) { return static_cast<int16_t>(v); });
       break;
     case DType::kInt8:
-      copy_field(proto.int32_data(), count, tensor.data<int8_t>(), proto, [](int32_t v) { return static_cast<int8_t>(v); });
+      copy_field(proto.int32_data(), count, tensor.data<int8_t>(), proto,
+                 [](int32_t v) { return static_cast<int8_t>(v); });
       break;
     case DType::kUInt8:
     case DType::kBool:
-      copy_field(proto.int32_data(), count, tensor.data<uint8_t>(), proto, [](int32_t v) { return static_cast<uint8_t>(v); });
+      copy_field(proto.int32_data(), count, tensor.data<uint8_t>(), proto,
+                 [](int32_t v) { return static_cast<uint8_t>(v); });
       break;
     case DType::kFloat16:
     case DType::kBFloat16:  // stored as their 16-bit patterns in int32_data
-      copy_field(proto.int32_data(), count, tensor.data<uint16_t>(), proto, [](int32_t v) { return static_cast<uint16_t>(v); });
+      copy_field(proto.int32_data(), count, tensor.data<uint16_t>(), proto,
+                 [](int32_t v) { return static_cast<uint16_t>(v); });
       break;
     case DType::kUndefined: break;
   }

@@ -19,7 +19,8 @@ ValueStats value_stats(const Tensor& tensor) {
   const std::vector<double> values = tensor.to_doubles();
   stats.min = *std::min_element(values.begin(), values.end());
   stats.max = *std::max_element(values.begin(), values.end());
-  stats.mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+  stats.mean =
+      std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
   return stats;
 }
 
@@ -35,7 +36,10 @@ std::string preview(const Tensor& tensor, int count = 4) {
 nlohmann::json op_times_json(const std::vector<OpTimeSummary>& rows) {
   nlohmann::json json = nlohmann::json::array();
   for (const OpTimeSummary& row : rows) {
-    json.push_back({{"op_type", row.op_type}, {"calls", row.calls}, {"ms_per_run", row.total_ms}, {"flops", row.flops}});
+    json.push_back({{"op_type", row.op_type},
+                    {"calls", row.calls},
+                    {"ms_per_run", row.total_ms},
+                    {"flops", row.flops}});
   }
   return json;
 }
@@ -50,39 +54,46 @@ LatencyStats latency_stats(std::vector<double> samples) {
     const double position = q * static_cast<double>(samples.size() - 1);
     const size_t below = static_cast<size_t>(std::floor(position));
     const size_t above = std::min(below + 1, samples.size() - 1);
-    return samples[below] + (samples[above] - samples[below]) * (position - static_cast<double>(below));
+    return samples[below] +
+           (samples[above] - samples[below]) * (position - static_cast<double>(below));
   };
   stats.min = samples.front();
   stats.median = quantile(0.5);
   stats.p90 = quantile(0.9);
-  stats.mean = std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(samples.size());
+  stats.mean =
+      std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(samples.size());
   return stats;
 }
 
 std::string describe_mismatch(const std::string& name, const Comparison& c) {
   if (!c.problem.empty()) return name + ": " + c.problem;
-  return name + ": element " + std::to_string(c.worst_index) + ": got " + format("%.9g", c.actual) + ", expected " +
-         format("%.9g", c.expected);
+  return name + ": element " + std::to_string(c.worst_index) + ": got " + format("%.9g", c.actual) +
+         ", expected " + format("%.9g", c.expected);
 }
 
 std::string render_run_report(const RunReport& report) {
   Table outputs({"output", "dtype", "shape", "min", "mean", "max", "values"});
   for (const auto& [name, tensor] : report.outputs) {
     const ValueStats stats = value_stats(tensor);
-    outputs.add_row({name, std::string(dtype_name(tensor.dtype())), shape_str(tensor.shape()), format("%.4g", stats.min),
-                     format("%.4g", stats.mean), format("%.4g", stats.max), preview(tensor)});
+    outputs.add_row({name, std::string(dtype_name(tensor.dtype())), shape_str(tensor.shape()),
+                     format("%.4g", stats.min), format("%.4g", stats.mean),
+                     format("%.4g", stats.max), preview(tensor)});
   }
   std::string out = outputs.render() + "\n";
   const LatencyStats stats = latency_stats(report.latencies_ms);
-  out += format("latency     min %.3f ms   median %.3f ms   p90 %.3f ms   (%zu runs, %d threads, CPU)\n", stats.min,
-                stats.median, stats.p90, report.latencies_ms.size(), report.threads);
-  out += format("throughput  %.1f samples/s (batch %lld)\n", stats.median > 0 ? 1000.0 * report.batch / stats.median : 0.0,
+  out += format(
+      "latency     min %.3f ms   median %.3f ms   p90 %.3f ms   (%zu runs, %d threads, CPU)\n",
+      stats.min, stats.median, stats.p90, report.latencies_ms.size(), report.threads);
+  out += format("throughput  %.1f samples/s (batch %lld)\n",
+                stats.median > 0 ? 1000.0 * report.batch / stats.median : 0.0,
                 static_cast<long long>(report.batch));
-  out += "memory      " + human_bytes(static_cast<double>(report.arena_bytes)) + " arena for intermediates (" +
-         human_bytes(static_cast<double>(report.unplanned_bytes)) + " without reuse)\n";
+  out += "memory      " + human_bytes(static_cast<double>(report.arena_bytes)) +
+         " arena for intermediates (" + human_bytes(static_cast<double>(report.unplanned_bytes)) +
+         " without reuse)\n";
   if (!report.op_times.empty()) {
     std::vector<OpTimeSummary> rows = report.op_times;
-    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.total_ms > b.total_ms; });
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& a, const auto& b) { return a.total_ms > b.total_ms; });
     double total = 0;
     for (const OpTimeSummary& row : rows) total += row.total_ms;
     Table table({"op type", "calls", "ms per run", "% time", "GFLOP/s"});
@@ -94,7 +105,10 @@ std::string render_run_report(const RunReport& report) {
     out += "\n" + table.render() + "\n";
   }
   for (const auto& [name, comparison] : report.checks) {
-    out += "check       " + (comparison.matches ? name + ": matches" : "MISMATCH " + describe_mismatch(name, comparison)) + "\n";
+    out += "check       " +
+           (comparison.matches ? name + ": matches"
+                               : "MISMATCH " + describe_mismatch(name, comparison)) +
+           "\n";
   }
   return out;
 }
@@ -104,8 +118,12 @@ nlohmann::json run_report_json(const RunReport& report) {
   nlohmann::json outputs = nlohmann::json::array();
   for (const auto& [name, tensor] : report.outputs) {
     const ValueStats values = value_stats(tensor);
-    outputs.push_back({{"name", name}, {"dtype", dtype_name(tensor.dtype())}, {"shape", tensor.shape()},
-                       {"min", values.min}, {"mean", values.mean}, {"max", values.max}});
+    outputs.push_back({{"name", name},
+                       {"dtype", dtype_name(tensor.dtype())},
+                       {"shape", tensor.shape()},
+                       {"min", values.min},
+                       {"mean", values.mean},
+                       {"max", values.max}});
   }
   nlohmann::json checks = nlohmann::json::array();
   for (const auto& [name, c] : report.checks) {
@@ -117,9 +135,15 @@ nlohmann::json run_report_json(const RunReport& report) {
           {"device", "cpu"},
           {"threads", report.threads},
           {"batch", report.batch},
-          {"latency_ms", {{"min", stats.min}, {"median", stats.median}, {"p90", stats.p90}, {"mean", stats.mean}, {"samples", report.latencies_ms}}},
+          {"latency_ms",
+           {{"min", stats.min},
+            {"median", stats.median},
+            {"p90", stats.p90},
+            {"mean", stats.mean},
+            {"samples", report.latencies_ms}}},
           {"samples_per_second", stats.median > 0 ? 1000.0 * report.batch / stats.median : 0.0},
-          {"memory", {{"arena_bytes", report.arena_bytes}, {"without_reuse_bytes", report.unplanned_bytes}}},
+          {"memory",
+           {{"arena_bytes", report.arena_bytes}, {"without_reuse_bytes", report.unplanned_bytes}}},
           {"outputs", outputs},
           {"checks", checks},
           {"op_times", op_times_json(report.op_times)}};

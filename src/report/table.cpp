@@ -21,7 +21,8 @@ std::string Table::render() const {
   std::vector<size_t> widths(header_.size(), 0);
   for (size_t c = 0; c < header_.size(); ++c) widths[c] = header_[c].size();
   for (const auto& row : rows_) {
-    for (size_t c = 0; c < row.size() && c < widths.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+    for (size_t c = 0; c < row.size() && c < widths.size(); ++c)
+      widths[c] = std::max(widths[c], row[c].size());
   }
   size_t total = 0;
   for (size_t w : widths) total += w + 2;

@@ -36,7 +36,8 @@ GraphExecutor::GraphExecutor(const Graph& graph, Device& device) : graph_(graph)
         if (!sub) continue;
         step->subgraphs.push_back(std::make_unique<GraphExecutor>(*sub, device));
         std::vector<int> ids;
-        for (const std::string& name : Graph::captured_names(*sub)) ids.push_back(graph.find_value(name));
+        for (const std::string& name : Graph::captured_names(*sub))
+          ids.push_back(graph.find_value(name));
         step->captures.push_back(std::move(ids));
       }
     } else if (step->schema->output_aliases_input) {
@@ -46,10 +47,13 @@ GraphExecutor::GraphExecutor(const Graph& graph, Device& device) : graph_(graph)
       std::vector<const Tensor*> constants;
       for (int in : node.inputs) {
         input_types.push_back(in >= 0 ? graph.values[in].type : TensorType{});
-        constants.push_back(in >= 0 && graph.values[in].is_constant() ? &graph.values[in].constant : nullptr);
+        constants.push_back(in >= 0 && graph.values[in].is_constant() ? &graph.values[in].constant
+                                                                      : nullptr);
       }
-      for (int out : node.outputs) output_types.push_back(out >= 0 ? graph.values[out].type : TensorType{});
-      step->kernel = device.compile(KernelSpec{node, graph.opset, input_types, output_types, constants});
+      for (int out : node.outputs)
+        output_types.push_back(out >= 0 ? graph.values[out].type : TensorType{});
+      step->kernel =
+          device.compile(KernelSpec{node, graph.opset, input_types, output_types, constants});
     }
     steps_.push_back(std::move(step));
   }
@@ -89,12 +93,14 @@ void GraphExecutor::plan_buffers() {
   }
   plan_ = plan_memory(requests);
   if (plan_.arena_bytes) {
-    arena_ = std::shared_ptr<std::byte[]>(new (std::align_val_t{64}) std::byte[plan_.arena_bytes],
-                                          [](std::byte* p) { ::operator delete[](p, std::align_val_t{64}); });
+    arena_ = std::shared_ptr<std::byte[]>(
+        new (std::align_val_t{64}) std::byte[plan_.arena_bytes],
+        [](std::byte* p) { ::operator delete[](p, std::align_val_t{64}); });
   }
 }
 
-std::vector<Tensor> GraphExecutor::run(std::span<const Tensor> inputs, std::span<const Tensor> captured) {
+std::vector<Tensor> GraphExecutor::run(std::span<const Tensor> inputs,
+                                       std::span<const Tensor> captured) {
   if (inputs.size() != graph_.inputs.size()) {
     throw InputError("the graph takes " + std::to_string(graph_.inputs.size()) + " inputs, got " +
                      std::to_string(inputs.size()));
@@ -122,9 +128,11 @@ std::vector<Tensor> GraphExecutor::run(std::span<const Tensor> inputs, std::span
   const std::byte* arena_begin = arena_.get();
   for (int out : graph_.outputs) {
     Tensor tensor = env[out];
-    if (!tensor.defined()) throw std::logic_error("graph output '" + graph_.values[out].name + "' was not computed");
+    if (!tensor.defined())
+      throw std::logic_error("graph output '" + graph_.values[out].name + "' was not computed");
     const auto* data = static_cast<const std::byte*>(tensor.raw());
-    const bool in_arena = arena_begin && data >= arena_begin && data < arena_begin + plan_.arena_bytes;
+    const bool in_arena =
+        arena_begin && data >= arena_begin && data < arena_begin + plan_.arena_bytes;
     outputs.push_back(in_arena ? tensor.clone() : tensor);
   }
   return outputs;
@@ -138,40 +146,38 @@ void GraphExecutor::run_step(Step& step, std::vector<Tensor>& env) {
 
   std::vector<Shape> shapes;
   if (step.static_shapes) {
-    for (int out : node.outputs) shapes.push_back(out >= 0 ? graph_.values[out].type.shape : Shape{});
+    for (int out : node.outputs)
+      shapes.push_back(out >= 0 ? graph_.values[out].type.shape : Shape{});
   } else if (step.kind == Step::Kind::kKernel || step.kind == Step::Kind::kView) {
     std::vector<ValueInfo> infos;
-    for (const Tensor& t : inputs) infos.push_back(t.defined() ? ValueInfo{t.dtype(), t.shape(), &t} : ValueInfo{});
+    for (const Tensor& t : inputs)
+      infos.push_back(t.defined() ? ValueInfo{t.dtype(), t.shape(), &t} : ValueInfo{});
     InferContext context(node, graph_.opset, infos);
     for (const InferredOutput& out : step.schema->infer(context)) shapes.push_back(out.shape);
   }
 
   std::vector<Tensor> outputs(node.outputs.size());
   switch (step.kind) {
-    case Step::Kind::kView:
-      outputs[0] = inputs[0].reshaped(shapes[0]);
-      break;
+    case Step::Kind::kView: outputs[0] = inputs[0].reshaped(shapes[0]); break;
     case Step::Kind::kKernel:
       for (size_t i = 0; i < node.outputs.size(); ++i) {
         const int out = node.outputs[i];
         if (out < 0 || step.schema->data_dependent_shape || !is_static(shapes[i])) continue;
         const DType dtype = graph_.values[out].type.dtype;
         const int slot = planned_slot_[out];
-        outputs[i] = slot >= 0 ? Tensor::wrap(dtype, shapes[i], arena_.get() + plan_.offsets[slot], arena_)
-                               : Tensor::allocate(dtype, shapes[i]);
+        outputs[i] =
+            slot >= 0 ? Tensor::wrap(dtype, shapes[i], arena_.get() + plan_.offsets[slot], arena_)
+                      : Tensor::allocate(dtype, shapes[i]);
       }
       step.kernel->run(inputs, outputs);
       break;
-    case Step::Kind::kIf:
-      run_if(step, env, outputs);
-      break;
-    case Step::Kind::kLoop:
-      run_loop(step, env, outputs);
-      break;
+    case Step::Kind::kIf: run_if(step, env, outputs); break;
+    case Step::Kind::kLoop: run_loop(step, env, outputs); break;
   }
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     if (node.outputs[i] < 0) continue;
-    if (!outputs[i].defined()) throw std::logic_error(node.label() + ": output " + std::to_string(i) + " not produced");
+    if (!outputs[i].defined())
+      throw std::logic_error(node.label() + ": output " + std::to_string(i) + " not produced");
     env[node.outputs[i]] = std::move(outputs[i]);
   }
 }
@@ -185,11 +191,14 @@ std::vector<Tensor> gather(const std::vector<Tensor>& env, const std::vector<int
 }
 
 bool truth(const Tensor& t, const Node& node) {
-  if (!t.defined() || t.numel() != 1) throw InputError(node.label() + ": the condition must hold one element");
+  if (!t.defined() || t.numel() != 1)
+    throw InputError(node.label() + ": the condition must hold one element");
   return t.data<uint8_t>()[0] != 0;
 }
 
-Tensor scalar_int64(int64_t value) { return Tensor::from_vector<int64_t>(DType::kInt64, {}, {value}); }
+Tensor scalar_int64(int64_t value) {
+  return Tensor::from_vector<int64_t>(DType::kInt64, {}, {value});
+}
 Tensor scalar_bool(bool value) { return Tensor::from_vector<uint8_t>(DType::kBool, {}, {value}); }
 
 }  // namespace
@@ -197,7 +206,8 @@ Tensor scalar_bool(bool value) { return Tensor::from_vector<uint8_t>(DType::kBoo
 void GraphExecutor::run_if(Step& step, std::vector<Tensor>& env, std::span<Tensor> outputs) {
   const size_t branch = truth(env[step.node->inputs[0]], *step.node) ? 0 : 1;
   std::vector<Tensor> results = step.subgraphs[branch]->run({}, gather(env, step.captures[branch]));
-  for (size_t i = 0; i < outputs.size() && i < results.size(); ++i) outputs[i] = std::move(results[i]);
+  for (size_t i = 0; i < outputs.size() && i < results.size(); ++i)
+    outputs[i] = std::move(results[i]);
 }
 
 void GraphExecutor::run_loop(Step& step, std::vector<Tensor>& env, std::span<Tensor> outputs) {
@@ -214,7 +224,8 @@ void GraphExecutor::run_loop(Step& step, std::vector<Tensor>& env, std::span<Ten
   std::vector<std::vector<Tensor>> scanned(scans);
 
   std::vector<Tensor> body_inputs(2 + carried);
-  for (int64_t iteration = 0; condition && (!has_trip_count || iteration < trip_count); ++iteration) {
+  for (int64_t iteration = 0; condition && (!has_trip_count || iteration < trip_count);
+       ++iteration) {
     body_inputs[0] = scalar_int64(iteration);
     body_inputs[1] = scalar_bool(condition);
     for (size_t i = 0; i < carried; ++i) body_inputs[2 + i] = state[i];
@@ -227,7 +238,8 @@ void GraphExecutor::run_loop(Step& step, std::vector<Tensor>& env, std::span<Ten
   for (size_t k = 0; k < scans; ++k) {
     const int out = node.outputs[carried + k];
     const TensorType& type = graph_.values[out].type;
-    Shape slice = scanned[k].empty() ? Shape(type.shape.begin() + 1, type.shape.end()) : scanned[k][0].shape();
+    Shape slice = scanned[k].empty() ? Shape(type.shape.begin() + 1, type.shape.end())
+                                     : scanned[k][0].shape();
     for (int64_t& d : slice) d = std::max<int64_t>(d, 0);
     Shape shape{static_cast<int64_t>(scanned[k].size())};
     shape.insert(shape.end(), slice.begin(), slice.end());
@@ -235,7 +247,8 @@ void GraphExecutor::run_loop(Step& step, std::vector<Tensor>& env, std::span<Ten
     auto* cursor = static_cast<std::byte*>(stacked.raw());
     for (const Tensor& piece : scanned[k]) {
       if (piece.shape() != slice) {
-        throw InputError(node.label() + ": scan output " + std::to_string(k) + " changes shape between iterations");
+        throw InputError(node.label() + ": scan output " + std::to_string(k) +
+                         " changes shape between iterations");
       }
       std::memcpy(cursor, piece.raw(), piece.nbytes());
       cursor += piece.nbytes();

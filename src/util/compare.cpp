@@ -4,7 +4,8 @@
 
 namespace tandem {
 
-Comparison compare_tensors(const Tensor& actual, const Tensor& expected, double rtol, double atol_scale) {
+Comparison compare_tensors(const Tensor& actual, const Tensor& expected, double rtol,
+                           double atol_scale) {
   Comparison result;
   if (actual.dtype() != expected.dtype()) {
     result.matches = false;
@@ -14,7 +15,8 @@ Comparison compare_tensors(const Tensor& actual, const Tensor& expected, double 
   }
   if (actual.shape() != expected.shape()) {
     result.matches = false;
-    result.problem = "shape " + shape_str(actual.shape()) + ", expected " + shape_str(expected.shape());
+    result.problem =
+        "shape " + shape_str(actual.shape()) + ", expected " + shape_str(expected.shape());
     return result;
   }
   const std::vector<double> a = actual.to_doubles();

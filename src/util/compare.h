@@ -8,7 +8,7 @@ namespace tandem {
 // The result of checking an output against a reference.
 struct Comparison {
   bool matches = true;
-  std::string problem;   // dtype or shape mismatch, when there is one
+  std::string problem;       // dtype or shape mismatch, when there is one
   int64_t worst_index = -1;  // flat index of the element furthest outside its tolerance
   double actual = 0, expected = 0;
 };

@@ -50,7 +50,8 @@ Tensor parse_npy(const std::string& path) {
     throw InputError("not a .npy file");
   }
   const int major = static_cast<unsigned char>(preamble[6]);
-  size_t header_length = static_cast<unsigned char>(preamble[8]) | static_cast<unsigned char>(preamble[9]) << 8;
+  size_t header_length =
+      static_cast<unsigned char>(preamble[8]) | static_cast<unsigned char>(preamble[9]) << 8;
   size_t offset = 10;
   if (major >= 2) {
     char extra[2];
@@ -59,7 +60,8 @@ Tensor parse_npy(const std::string& path) {
                      static_cast<size_t>(static_cast<unsigned char>(extra[1])) << 24;
     offset = 12;
   }
-  if (header_length > 65536 || offset + header_length > file_size) throw InputError("truncated .npy header");
+  if (header_length > 65536 || offset + header_length > file_size)
+    throw InputError("truncated .npy header");
   std::string header(header_length, '\0');
   file.read(header.data(), static_cast<std::streamsize>(header_length));
   offset += header_length;
@@ -78,15 +80,18 @@ Tensor parse_npy(const std::string& path) {
   Shape shape;
   const std::string dims = match[1];
   const std::regex number(R"(\d+)");
-  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), number); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), number);
+       it != std::sregex_iterator(); ++it) {
     const std::string digits = it->str();
     if (digits.size() > 15) throw InputError("absurd .npy dimension " + digits);
     shape.push_back(std::stoll(digits));
   }
-  const double expected = static_cast<double>(numel(shape)) * static_cast<double>(dtype_size(dtype));
+  const double expected =
+      static_cast<double>(numel(shape)) * static_cast<double>(dtype_size(dtype));
   if (static_cast<double>(file_size - offset) < expected) {
-    throw InputError("truncated .npy data: " + shape_str(shape) + " " + std::string(dtype_name(dtype)) +
-                     " needs " + std::to_string(static_cast<uint64_t>(expected)) + " bytes");
+    throw InputError("truncated .npy data: " + shape_str(shape) + " " +
+                     std::string(dtype_name(dtype)) + " needs " +
+                     std::to_string(static_cast<uint64_t>(expected)) + " bytes");
   }
   Tensor tensor = Tensor::allocate(dtype, shape);
   if (!file.read(static_cast<char*>(tensor.raw()), static_cast<std::streamsize>(tensor.nbytes()))) {
@@ -108,9 +113,11 @@ Tensor read_npy(const std::string& path) {
 
 void write_npy(const std::string& path, const Tensor& tensor) {
   std::string shape = "(";
-  for (int64_t i = 0; i < tensor.rank(); ++i) shape += (i ? ", " : "") + std::to_string(tensor.dim(i));
+  for (int64_t i = 0; i < tensor.rank(); ++i)
+    shape += (i ? ", " : "") + std::to_string(tensor.dim(i));
   shape += tensor.rank() == 1 ? ",)" : ")";
-  std::string header = "{'descr': '" + descr_of(tensor.dtype()) + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  std::string header = "{'descr': '" + descr_of(tensor.dtype()) +
+                       "', 'fortran_order': False, 'shape': " + shape + ", }";
   // Pad so that the data starts on a 64-byte boundary, ending the header with a newline.
   const size_t total = (10 + header.size() + 1 + 63) / 64 * 64;
   header.append(total - 10 - header.size() - 1, ' ');
@@ -118,7 +125,8 @@ void write_npy(const std::string& path, const Tensor& tensor) {
   std::ofstream file(path, std::ios::binary);
   if (!file) throw InputError(path, "cannot write");
   file.write(kMagic, 6);
-  const char version_and_length[4] = {1, 0, static_cast<char>(header.size() & 0xff), static_cast<char>(header.size() >> 8)};
+  const char version_and_length[4] = {1, 0, static_cast<char>(header.size() & 0xff),
+                                      static_cast<char>(header.size() >> 8)};
   file.write(version_and_length, 4);
   file.write(header.data(), static_cast<std::streamsize>(header.size()));
   file.write(static_cast<const char*>(tensor.raw()), static_cast<std::streamsize>(tensor.nbytes()));

@@ -9,7 +9,9 @@
 namespace tandem {
 namespace {
 
-Tensor floats(Shape shape, std::vector<float> values) { return Tensor::from_vector(DType::kFloat32, shape, values); }
+Tensor floats(Shape shape, std::vector<float> values) {
+  return Tensor::from_vector(DType::kFloat32, shape, values);
+}
 
 int add_node(Graph& graph, const std::string& op, std::vector<int> inputs, TensorType out = {}) {
   Node node;
@@ -69,7 +71,8 @@ TEST(Executor, LoopCarriesStateAndStacksScans) {
   const int x = graph.add_value("x", {DType::kFloat32, {2}});
   graph.inputs = {x};
   add_constant(graph, "step", floats({2}, {1.0f, 0.5f}));
-  const int trips = add_constant(graph, "trips", Tensor::from_vector<int64_t>(DType::kInt64, {}, {5}));
+  const int trips =
+      add_constant(graph, "trips", Tensor::from_vector<int64_t>(DType::kInt64, {}, {5}));
   Node loop;
   loop.name = "loop";
   loop.op_type = "Loop";
@@ -122,8 +125,10 @@ TEST(Executor, IfRunsTheBranchTheConditionPicks) {
   cpu::CpuDevice device;
   GraphExecutor executor(graph, device);
   const Tensor input = floats({3}, {1, 2, 3});
-  const Tensor doubled = executor.run(std::vector<Tensor>{input, Tensor::from_vector<uint8_t>(DType::kBool, {}, {1})})[0];
-  const Tensor shifted = executor.run(std::vector<Tensor>{input, Tensor::from_vector<uint8_t>(DType::kBool, {}, {0})})[0];
+  const Tensor doubled = executor.run(
+      std::vector<Tensor>{input, Tensor::from_vector<uint8_t>(DType::kBool, {}, {1})})[0];
+  const Tensor shifted = executor.run(
+      std::vector<Tensor>{input, Tensor::from_vector<uint8_t>(DType::kBool, {}, {0})})[0];
   EXPECT_FLOAT_EQ(doubled.data<float>()[2], 6.0f);
   EXPECT_FLOAT_EQ(shifted.data<float>()[2], 13.0f);
 }

@@ -13,7 +13,9 @@ Graph zoo_graph(const std::string& name) {
   const char* dir = std::getenv("TANDEM_ZOO");
   ImportOptions options;
   options.dims["batch"] = 2;
-  return import_onnx(std::string(dir ? dir : TANDEM_DEFAULT_ZOO) + "/" + name + "/model.onnx", options).graph;
+  return import_onnx(std::string(dir ? dir : TANDEM_DEFAULT_ZOO) + "/" + name + "/model.onnx",
+                     options)
+      .graph;
 }
 
 int count(const Graph& graph, const std::string& op) {
@@ -46,7 +48,8 @@ TEST(Fuse, LeavesValuesThatOthersReadAlone) {
   const size_t nodes = graph.nodes.size();
   fuse_for_inference(graph);
   for (const Node& node : graph.nodes) {
-    if (node.has("activation")) EXPECT_TRUE(node.op_type == "MatMul" || node.op_type == "Gemm" || node.op_type == "Conv");
+    if (node.has("activation"))
+      EXPECT_TRUE(node.op_type == "MatMul" || node.op_type == "Gemm" || node.op_type == "Conv");
   }
   EXPECT_LE(graph.nodes.size(), nodes);
 }

@@ -22,7 +22,8 @@ TEST(Npy, RoundTripsEveryDtypeAndRank) {
   for (const auto& [dtype, shape] : cases) {
     Tensor tensor = Tensor::allocate(dtype, shape);
     auto* bytes = static_cast<uint8_t*>(tensor.raw());
-    for (size_t i = 0; i < tensor.nbytes(); ++i) bytes[i] = static_cast<uint8_t>(dtype == DType::kBool ? i % 2 : i * 7);
+    for (size_t i = 0; i < tensor.nbytes(); ++i)
+      bytes[i] = static_cast<uint8_t>(dtype == DType::kBool ? i % 2 : i * 7);
     const std::string path = temp_path("roundtrip.npy");
     write_npy(path, tensor);
     const Tensor back = read_npy(path);

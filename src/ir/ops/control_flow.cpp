@@ -23,7 +23,8 @@ Shape merge_shapes(const InferContext& ctx, const Shape& a, const Shape& b) {
 
 std::vector<InferredOutput> infer_if(const InferContext& ctx) {
   const ValueInfo& cond = ctx.input(0);
-  if (cond.dtype != DType::kBool || numel(cond.shape) != 1) ctx.fail("the condition must be one bool");
+  if (cond.dtype != DType::kBool || numel(cond.shape) != 1)
+    ctx.fail("the condition must be one bool");
   const Graph& then_branch = subgraph(ctx, "then_branch");
   const Graph& else_branch = subgraph(ctx, "else_branch");
   if (then_branch.outputs.size() != else_branch.outputs.size()) {
@@ -33,7 +34,8 @@ std::vector<InferredOutput> infer_if(const InferContext& ctx) {
   for (size_t i = 0; i < then_branch.outputs.size(); ++i) {
     const TensorType& a = then_branch.values[then_branch.outputs[i]].type;
     const TensorType& b = else_branch.values[else_branch.outputs[i]].type;
-    if (a.dtype != b.dtype) ctx.fail("branches give output " + std::to_string(i) + " different dtypes");
+    if (a.dtype != b.dtype)
+      ctx.fail("branches give output " + std::to_string(i) + " different dtypes");
     outputs.push_back({a.dtype, merge_shapes(ctx, a.shape, b.shape), {}});
   }
   return outputs;
@@ -43,7 +45,8 @@ std::vector<InferredOutput> infer_loop(const InferContext& ctx) {
   const Graph& body = subgraph(ctx, "body");
   const size_t carried = ctx.num_inputs() - 2;
   if (body.outputs.size() < 1 + carried) {
-    ctx.fail("the body must return the condition and " + std::to_string(carried) + " loop-carried values");
+    ctx.fail("the body must return the condition and " + std::to_string(carried) +
+             " loop-carried values");
   }
   if (ctx.has_input(0) && (ctx.input(0).dtype != DType::kInt64 || numel(ctx.input(0).shape) != 1)) {
     ctx.fail("the trip count must be one int64");
@@ -55,7 +58,8 @@ std::vector<InferredOutput> infer_loop(const InferContext& ctx) {
   for (size_t i = 0; i < carried; ++i) {
     const ValueInfo& initial = ctx.input(2 + i);
     const TensorType& next = body.values[body.outputs[1 + i]].type;
-    if (next.dtype != initial.dtype) ctx.fail("loop-carried value " + std::to_string(i) + " changes dtype");
+    if (next.dtype != initial.dtype)
+      ctx.fail("loop-carried value " + std::to_string(i) + " changes dtype");
     outputs.push_back({initial.dtype, merge_shapes(ctx, initial.shape, next.shape), {}});
   }
   for (size_t i = 1 + carried; i < body.outputs.size(); ++i) {
@@ -73,10 +77,18 @@ OpCost no_cost(const Node&, std::span<const TensorType>, std::span<const TensorT
 }  // namespace
 
 void register_control_flow_ops(OpRegistry& registry) {
-  registry.add({.name = "If", .min_inputs = 1, .max_inputs = 1, .infer = infer_if, .cost = no_cost,
+  registry.add({.name = "If",
+                .min_inputs = 1,
+                .max_inputs = 1,
+                .infer = infer_if,
+                .cost = no_cost,
                 .data_dependent_shape = true});
-  registry.add({.name = "Loop", .min_inputs = 2, .max_inputs = 1 << 16, .infer = infer_loop,
-                .cost = no_cost, .data_dependent_shape = true});
+  registry.add({.name = "Loop",
+                .min_inputs = 2,
+                .max_inputs = 1 << 16,
+                .infer = infer_loop,
+                .cost = no_cost,
+                .data_dependent_shape = true});
 }
 
 }  // namespace tandem
