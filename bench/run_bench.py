@@ -50,6 +50,17 @@ def time_ort(session, feeds, iterations):
     return samples
 
 
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tandem", default=os.path.join(REPO, "build", "src", "tandem"))
@@ -88,7 +99,7 @@ def main():
               flush=True)
     geomean = math.exp(sum(math.log(r["ratio"]) for r in rows) / len(rows)) if rows else float("nan")
     print(f"{'geometric mean':24} {'':>10} {'':>10} {geomean:7.2f}")
-    report = {"machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+    report = {"machine": {"cpu": cpu_model(), "cores": os.cpu_count(),
                           "threads": args.threads, "onnxruntime": ort.__version__},
               "iterations": args.iterations, "rounds": args.rounds, "models": rows, "geomean_ratio": geomean}
     with open(args.json, "w") as f:

@@ -22,6 +22,22 @@ size_t dtype_size(DType dtype) {
   return 0;
 }
 
+std::optional<DType> dtype_from_onnx_code(int64_t code) {
+  switch (code) {
+    case 1: return DType::kFloat32;
+    case 2: return DType::kUInt8;
+    case 3: return DType::kInt8;
+    case 5: return DType::kInt16;
+    case 6: return DType::kInt32;
+    case 7: return DType::kInt64;
+    case 9: return DType::kBool;
+    case 10: return DType::kFloat16;
+    case 11: return DType::kFloat64;
+    case 16: return DType::kBFloat16;
+    default: return std::nullopt;
+  }
+}
+
 std::string_view dtype_name(DType dtype) {
   switch (dtype) {
     case DType::kFloat32: return "float32";

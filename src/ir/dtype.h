@@ -1,6 +1,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace tandem {
@@ -21,6 +22,9 @@ enum class DType : uint8_t {
 };
 
 size_t dtype_size(DType dtype);
+// The DType of an ONNX TensorProto.DataType code (the numbering model files and attributes
+// such as Cast's `to` use); nullopt for types the IR does not carry.
+std::optional<DType> dtype_from_onnx_code(int64_t code);
 std::string_view dtype_name(DType dtype);
 bool is_floating(DType dtype);
 bool is_integer(DType dtype);

@@ -45,19 +45,7 @@ void ExternalWeights::read(const std::string& location, uint64_t offset, uint64_
 
 DType dtype_from_onnx(int32_t elem_type, const std::string& what) {
   using onnx::TensorProto;
-  switch (elem_type) {
-    case TensorProto::FLOAT: return DType::kFloat32;
-    case TensorProto::FLOAT16: return DType::kFloat16;
-    case TensorProto::BFLOAT16: return DType::kBFloat16;
-    case TensorProto::DOUBLE: return DType::kFloat64;
-    case TensorProto::INT8: return DType::kInt8;
-    case TensorProto::UINT8: return DType::kUInt8;
-    case TensorProto::INT16: return DType::kInt16;
-    case TensorProto::INT32: return DType::kInt32;
-    case TensorProto::INT64: return DType::kInt64;
-    case TensorProto::BOOL: return DType::kBool;
-    default: break;
-  }
+  if (const std::optional<DType> dtype = dtype_from_onnx_code(elem_type)) return *dtype;
   const std::string name =
       TensorProto::DataType_IsValid(elem_type)
           ? TensorProto::DataType_Name(static_cast<TensorProto::DataType>(elem_type))

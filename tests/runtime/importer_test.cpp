@@ -1,8 +1,11 @@
 #include "onnx/importer.h"
 
 #include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "ir/error.h"
 
@@ -92,6 +95,43 @@ TEST(Importer, MissingFileNamesIt) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.subject(), "/nonexistent/model.onnx");
     EXPECT_STREQ(e.what(), "no such file");
+  }
+}
+
+}  // namespace
+}  // namespace tandem
+
+namespace tandem {
+namespace {
+
+// The same graph stamped with every supported opset imports; 12 and 22 are refused by name.
+TEST(Importer, AcceptsEveryOpsetFrom13To21) {
+  onnx::ModelProto proto;
+  {
+    std::ifstream file(zoo("mlp"), std::ios::binary);
+    ASSERT_TRUE(proto.ParseFromIstream(&file));
+  }
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "tandem_opset_sweep.onnx").string();
+  for (int opset = 12; opset <= 22; ++opset) {
+    for (onnx::OperatorSetIdProto& entry : *proto.mutable_opset_import()) {
+      if (entry.domain().empty()) entry.set_version(opset);
+    }
+    {
+      std::ofstream file(path, std::ios::binary);
+      ASSERT_TRUE(proto.SerializeToOstream(&file));
+    }
+    if (opset >= kMinOpset && opset <= kMaxOpset) {
+      EXPECT_EQ(import_onnx(path).graph.opset, opset);
+    } else {
+      try {
+        import_onnx(path);
+        ADD_FAILURE() << "opset " << opset << " was accepted";
+      } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("opset " + std::to_string(opset)), std::string::npos)
+            << e.what();
+      }
+    }
   }
 }
 

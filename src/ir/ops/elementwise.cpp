@@ -384,20 +384,11 @@ void register_unary_ops(OpRegistry& registry) {
 }
 
 // Cast's `to` holds an ONNX TensorProto.DataType code, as the importer copies attributes.
-DType dtype_from_onnx_code(const InferContext& ctx, int64_t code) {
-  switch (code) {
-    case 1: return DType::kFloat32;
-    case 2: return DType::kUInt8;
-    case 3: return DType::kInt8;
-    case 5: return DType::kInt16;
-    case 6: return DType::kInt32;
-    case 7: return DType::kInt64;
-    case 9: return DType::kBool;
-    case 10: return DType::kFloat16;
-    case 11: return DType::kFloat64;
-    case 16: return DType::kBFloat16;
-    default: ctx.fail("cannot cast to ONNX element type " + std::to_string(code));
-  }
+DType cast_target(const InferContext& ctx) {
+  const int64_t code = ctx.node().attr_int("to", 0);
+  const std::optional<DType> dtype = dtype_from_onnx_code(code);
+  if (!dtype) ctx.fail("cannot cast to ONNX element type " + std::to_string(code));
+  return *dtype;
 }
 
 std::vector<InferredOutput> infer_cast(const InferContext& ctx, DType to) {
@@ -410,7 +401,7 @@ std::vector<InferredOutput> infer_cast(const InferContext& ctx, DType to) {
 void register_cast_ops(OpRegistry& registry) {
   add(registry, "Cast", 1, 1, [](const InferContext& ctx) {
     if (!ctx.node().has("to")) ctx.fail("attribute 'to' is required");
-    return infer_cast(ctx, dtype_from_onnx_code(ctx, ctx.node().attr_int("to", 0)));
+    return infer_cast(ctx, cast_target(ctx));
   });
   add(registry, "CastLike", 2, 2, [](const InferContext& ctx) {
     require_type(ctx, 1, kAny);

@@ -154,29 +154,12 @@ std::vector<InferredOutput> infer_range(const InferContext& ctx) {
   }
 }
 
-// ONNX TensorProto.DataType numbers of the dtypes the IR carries.
-std::optional<DType> dtype_from_onnx(int64_t onnx_type) {
-  switch (onnx_type) {
-    case 1: return DType::kFloat32;
-    case 2: return DType::kUInt8;
-    case 3: return DType::kInt8;
-    case 5: return DType::kInt16;
-    case 6: return DType::kInt32;
-    case 7: return DType::kInt64;
-    case 9: return DType::kBool;
-    case 10: return DType::kFloat16;
-    case 11: return DType::kFloat64;
-    case 16: return DType::kBFloat16;
-    default: return std::nullopt;
-  }
-}
-
 std::vector<InferredOutput> infer_eye_like(const InferContext& ctx) {
   const ValueInfo& input = ctx.input(0);
   if (input.shape.size() != 2) ctx.fail("input must be 2-D");
   DType dtype = input.dtype;
   if (ctx.node().has("dtype")) {
-    const auto mapped = dtype_from_onnx(ctx.node().attr_int("dtype", 0));
+    const auto mapped = dtype_from_onnx_code(ctx.node().attr_int("dtype", 0));
     if (!mapped) ctx.fail("unsupported dtype attribute");
     dtype = *mapped;
   }
