@@ -14,6 +14,7 @@
 #include "report/model_summary.h"
 #include "report/run_report.h"
 #include "runtime/executor.h"
+#include "runtime/memory_limit.h"
 #include "util/compare.h"
 #include "util/npy.h"
 #include "util/random_tensor.h"
@@ -31,6 +32,10 @@ std::vector<Tensor> prepare_inputs(const Graph& graph, const RunOptions& options
     }
     files[name] = file;
   }
+  double input_bytes = 0;
+  for (int id : graph.inputs)
+    input_bytes += numel(graph.values[id].type.shape) * dtype_size(graph.values[id].type.dtype);
+  check_fits_in_memory(input_bytes, "the inputs");
   std::mt19937_64 rng(options.seed);
   std::vector<Tensor> inputs;
   for (int id : graph.inputs) {

@@ -4,6 +4,7 @@
 
 #include "ir/error.h"
 #include "ir/op_schema.h"
+#include "runtime/memory_limit.h"
 
 namespace tandem {
 
@@ -92,6 +93,7 @@ void GraphExecutor::plan_buffers() {
     }
   }
   plan_ = plan_memory(requests);
+  check_fits_in_memory(static_cast<double>(plan_.arena_bytes), "intermediate tensors");
   if (plan_.arena_bytes) {
     arena_ = std::shared_ptr<std::byte[]>(
         new (std::align_val_t{64}) std::byte[plan_.arena_bytes],

@@ -138,6 +138,8 @@ class BadInput(unittest.TestCase):
     def test_absurd_dim_from_the_command_line(self):
         model = zoo("mlp", "model.onnx")
         self.check_one_line_error(tandem("run", model, "--dim", "batch=100000000000"), model, "elements")
+        # Fewer elements than the hard limit, but more memory than the machine has.
+        self.check_one_line_error(tandem("run", model, "--dim", "batch=100000000"), "the inputs", "memory")
 
 
 def main():
