@@ -19,7 +19,9 @@ struct ModelOptions {
   bool json = false;
 };
 
-struct InspectOptions : ModelOptions {};
+struct InspectOptions : ModelOptions {
+  std::string cluster;  // adds each op type's predicted time on every device of this cluster
+};
 
 struct RunOptions : ModelOptions {
   std::vector<std::string> inputs;   // NAME=FILE.npy
@@ -33,8 +35,25 @@ struct RunOptions : ModelOptions {
   bool profile = false;  // time every op and print the time per op type
 };
 
+struct CalibrateOptions {
+  std::string output = "tandem-profile.json";
+  int threads = 0;
+  bool quick = false;  // small sizes, short repetitions: a few seconds
+  bool json = false;
+  std::vector<std::string> models;  // time every op of these models too
+  std::vector<std::string> dims;    // NAME=N, for every model
+  std::vector<std::string> shapes;  // NAME=AxBxC
+};
+
+struct DevicesOptions {
+  std::string cluster;  // a cluster file; empty = this machine alone
+  bool json = false;
+};
+
 int inspect_command(const InspectOptions& options);
 int run_command(const RunOptions& options);
+int devices_command(const DevicesOptions& options);
+int calibrate_command(const CalibrateOptions& options);
 
 // Parses --dim/--shape into importer options and loads the model, with progress on stderr.
 ImportedModel load_model(const ModelOptions& options);

@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
   CLI::App* inspect_verb = app.add_subcommand(
       "inspect", "show a model's ops, work (FLOPs, bytes), parameters, inputs and outputs");
   add_model_options(*inspect_verb, inspect);
+  inspect_verb->add_option("--cluster", inspect.cluster,
+                           "also predict each op type's time on every device of this cluster file");
 
   RunOptions run;
   CLI::App* run_verb =
@@ -55,6 +57,29 @@ int main(int argc, char** argv) {
   run_verb->add_flag("--profile", run.profile,
                      "time every op and show where the time goes, per op type");
 
+  CalibrateOptions calibrate;
+  CLI::App* calibrate_verb = app.add_subcommand(
+      "calibrate", "measure the local CPU with micro-benchmarks and write a calibration profile");
+  calibrate_verb->add_option("-o,--output", calibrate.output, "profile to write")
+      ->capture_default_str();
+  calibrate_verb->add_option("--threads", calibrate.threads, "CPU threads (default: all cores)")
+      ->check(CLI::Range(1, 1024));
+  calibrate_verb->add_flag("--quick", calibrate.quick, "small sizes, short runs (a few seconds)");
+  calibrate_verb->add_flag("--json", calibrate.json, "print JSON instead of a table");
+  calibrate_verb->add_option("--model", calibrate.models,
+                             "also time every op of this ONNX model (repeatable)");
+  calibrate_verb->add_option("--dim", calibrate.dims, "bind a symbolic dimension of the models");
+  calibrate_verb->add_option("--shape", calibrate.shapes, "set a model input's whole shape");
+
+  DevicesOptions devices;
+  CLI::App* devices_verb = app.add_subcommand(
+      "devices",
+      "show a cluster's devices, their figures (with sources) and the links between them");
+  devices_verb->add_option(
+      "--cluster", devices.cluster,
+      "cluster file (YAML, see docs/CLUSTERS.md); default: this machine's CPU");
+  devices_verb->add_flag("--json", devices.json, "print JSON, with the source of every figure");
+
   app.footer(
       "Exit status: 0 success, 1 outputs differ from --expect, 2 bad input, 3 internal error.\n"
       "Run `tandem VERB --help` for a verb's options.");
@@ -66,6 +91,8 @@ int main(int argc, char** argv) {
   }
   try {
     if (*inspect_verb) return inspect_command(inspect);
+    if (*devices_verb) return devices_command(devices);
+    if (*calibrate_verb) return calibrate_command(calibrate);
     return run_command(run);
   } catch (const tandem::InputError& e) {
     std::fprintf(stderr, "tandem: error: %s%s%s\n", e.subject().c_str(),

@@ -1,0 +1,104 @@
+// Predicted time of one model on the local CPU, as the cost model sees it, for
+// predict_vs_measure.py: the graph `tandem run` runs (fused unless --no-fusion), every
+// top-level op costed on a local cluster built from a calibration profile. Prints JSON.
+//
+// Usage: predict_model MODEL [--dim NAME=N]... [--profile FILE] [--no-fusion]
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cost/cost_model.h"
+#include "devices/cluster.h"
+#include "ir/error.h"
+#include "ir/fuse.h"
+#include "onnx/importer.h"
+
+namespace {
+
+using namespace tandem;
+
+struct Arguments {
+  std::string model;
+  std::string profile;
+  bool fuse = true;
+  ImportOptions import;
+};
+
+Arguments parse(int argc, char** argv) {
+  Arguments arguments;
+  for (int i = 1; i < argc; ++i) {
+    const std::string argument = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (argument == "--dim" && has_value) {
+      const std::string dim = argv[++i];
+      const size_t equals = dim.find('=');
+      if (equals == std::string::npos) throw InputError("--dim " + dim, "expected NAME=N");
+      arguments.import.dims[dim.substr(0, equals)] = std::stoll(dim.substr(equals + 1));
+    } else if (argument == "--profile" && has_value) {
+      arguments.profile = argv[++i];
+    } else if (argument == "--no-fusion") {
+      arguments.fuse = false;
+    } else if (arguments.model.empty() && argument.rfind("--", 0) != 0) {
+      arguments.model = argument;
+    } else {
+      throw InputError(argument,
+                       "unknown argument (usage: predict_model MODEL [--dim NAME=N]... "
+                       "[--profile FILE] [--no-fusion])");
+    }
+  }
+  if (arguments.model.empty()) throw InputError("predict_model", "no model given");
+  return arguments;
+}
+
+nlohmann::json predict(const Arguments& arguments) {
+  ImportedModel model = import_onnx(arguments.model, arguments.import);
+  if (arguments.fuse) fuse_for_inference(model.graph);
+  const Cluster cluster = local_cluster(arguments.profile);
+  const CostModel costs(cluster);
+  const Graph& graph = model.graph;
+
+  struct TypeTotal {
+    double seconds = 0;
+    int count = 0;
+  };
+  std::map<std::string, TypeTotal> by_type;
+  std::map<std::string, int> by_source;
+  std::map<std::string, int> by_bound;
+  double total = 0;
+  for (const Node& node : graph.nodes) {
+    const OpTime time = costs.op_time(node, graph, 0);
+    total += time.seconds;
+    by_type[node.op_type].seconds += time.seconds;
+    ++by_type[node.op_type].count;
+    ++by_source[time.source];
+    ++by_bound[std::string(bound_name(time.bound))];
+  }
+  nlohmann::json op_types = nlohmann::json::object();
+  for (const auto& [type, row] : by_type) {
+    op_types[type] = {{"seconds", row.seconds}, {"count", row.count}};
+  }
+  return {{"model", model.path},
+          {"profile", arguments.profile},
+          {"device", cluster.devices[0].id},
+          {"nodes", graph.nodes.size()},
+          {"total_seconds", total},
+          {"op_types", op_types},
+          {"sources", by_source},
+          {"bounds", by_bound}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    std::printf("%s\n", predict(parse(argc, argv)).dump(2).c_str());
+    return 0;
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "predict_model: error: %s: %s\n", e.subject().c_str(), e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "predict_model: internal error: %s\n", e.what());
+    return 3;
+  }
+}

@@ -1,0 +1,228 @@
+"""The cost model against measured runs on the local CPU: every zoo model, whole and per op type.
+
+For each model, the predicted time (bench/predict_model: the cost model on a local cluster made
+from a calibration profile, over the fused graph `tandem run` runs) is set beside the measured
+median of `tandem run --json`; per op type, beside `tandem run --profile --json`. Two profiles:
+one calibrated WITHOUT --model (micro-benchmarks only: the honest prediction), and one with
+every zoo model's ops timed (--model: per-op history, which should come close by construction).
+Prints median and p90 relative error (|predicted - measured| / measured) and writes JSON.
+
+Usage: .venv/bin/python bench/predict_vs_measure.py [--threads 2] [--iterations 50]
+           [--rounds 3] [--models a,b] [--profile FILE] [--history-profile FILE] [--markdown]
+
+The measured time of a model is the median over rounds of each round's median: models take
+turns, so a burst of load from other processes hits one round rather than one model.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(args, what):
+    result = subprocess.run(args, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{what} failed: {result.stderr.strip()}")
+    return result.stdout
+
+
+def dim_args(entry):
+    return [arg for name, size in entry["dims"].items() for arg in ("--dim", f"{name}={size}")]
+
+
+def calibrate(tandem, threads, output, models):
+    args = [tandem, "calibrate", "--threads", str(threads), "-o", output, "--json"]
+    dims = {}
+    for model, entry in models:
+        args += ["--model", model]
+        for name, size in entry["dims"].items():
+            if dims.setdefault(name, size) != size:
+                raise RuntimeError(f"dimension {name} differs between models; calibrate apart")
+    args += [arg for name, size in dims.items() for arg in ("--dim", f"{name}={size}")]
+    print(f"calibrating ({len(models)} models timed) -> {output}", file=sys.stderr, flush=True)
+    return json.loads(run(args, "tandem calibrate"))
+
+
+def measure(tandem, zoo, entry, threads, iterations, profile):
+    args = [tandem, "run", os.path.join(zoo, entry["path"]), "--json", "--threads", str(threads),
+            "--warmup", "3", "--iterations", str(iterations), *dim_args(entry)]
+    for spec in entry["inputs"]:
+        args += ["--input", f"{spec['name']}={os.path.join(zoo, spec['file'])}"]
+    if profile:
+        args.append("--profile")
+    return json.loads(run(args, f"tandem run {entry['name']}"))
+
+
+def predict(predictor, zoo, entry, profile):
+    args = [predictor, os.path.join(zoo, entry["path"]), "--profile", profile, *dim_args(entry)]
+    return json.loads(run(args, f"predict_model {entry['name']}"))
+
+
+def figures_of(profile_path):
+    """The headline figures of a profile, as `tandem calibrate --json` names them."""
+    with open(profile_path) as f:
+        profile = json.load(f)
+    figures = profile["figures"]
+    rows = [("matrix fp32 peak", figures["matrix_flops"].get("fp32")),
+            ("vector fp32", figures["vector_flops"].get("fp32")),
+            ("memory bandwidth", figures.get("memory_bandwidth")),
+            ("launch overhead", figures.get("launch_overhead")),
+            ("host link", profile.get("host_link_bandwidth"))]
+    return [{"figure": name, "value": figure["value"]} for name, figure in rows if figure]
+
+
+def relative_error(predicted, measured):
+    return abs(predicted - measured) / measured
+
+
+def quantile(values, q):
+    values = sorted(values)
+    if not values:
+        return float("nan")
+    position = q * (len(values) - 1)
+    below = int(position)
+    above = min(below + 1, len(values) - 1)
+    return values[below] + (values[above] - values[below]) * (position - below)
+
+
+def cpu_model():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
+def summary(errors):
+    return {"median": quantile(errors, 0.5), "p90": quantile(errors, 0.9), "count": len(errors)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tandem", default=os.path.join(REPO, "build", "src", "tandem"))
+    parser.add_argument("--predict", default=os.path.join(REPO, "build", "bench", "predict_model"))
+    parser.add_argument("--zoo", default=os.path.join(REPO, "zoo"))
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--iterations", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--models", default="", help="comma-separated subset")
+    parser.add_argument("--profile", default="", help="reuse a profile made without --model")
+    parser.add_argument("--history-profile", default="", help="reuse a profile made with --model")
+    parser.add_argument("--json", default=os.path.join(REPO, "bench", "predict_vs_measure.json"))
+    parser.add_argument("--markdown", action="store_true", help="also print markdown tables")
+    args = parser.parse_args()
+
+    with open(os.path.join(args.zoo, "manifest.json")) as f:
+        manifest = json.load(f)
+    if args.models:
+        wanted = set(args.models.split(","))
+        manifest = [entry for entry in manifest if entry["name"] in wanted]
+
+    scratch = tempfile.mkdtemp(prefix="tandem-predict-")
+    plain = args.profile or os.path.join(scratch, "profile.json")
+    history = args.history_profile or os.path.join(scratch, "profile-history.json")
+    if not args.profile:
+        calibrate(args.tandem, args.threads, plain, [])
+    with open(plain) as f:
+        plain_device = json.load(f)["device_name"]
+    plain_summary = figures_of(plain)
+    if not args.history_profile:
+        models = [(os.path.join(args.zoo, entry["path"]), entry) for entry in manifest]
+        calibrate(args.tandem, args.threads, history, models)
+
+    load_before = os.getloadavg()
+    round_medians = {entry["name"]: [] for entry in manifest}
+    for _ in range(args.rounds):
+        for entry in manifest:
+            measured = measure(args.tandem, args.zoo, entry, args.threads, args.iterations, False)
+            round_medians[entry["name"]].append(measured["latency_ms"]["median"])
+
+    rows, op_rows = [], []
+    print(f"{'model':24} {'measured ms':>11} {'predicted':>10} {'error':>7} "
+          f"{'w/ history':>10} {'error':>7}")
+    for entry in manifest:
+        profiled = measure(args.tandem, args.zoo, entry, args.threads, args.iterations, True)
+        predicted = predict(args.predict, args.zoo, entry, plain)
+        with_history = predict(args.predict, args.zoo, entry, history)
+        measured_ms = statistics.median(round_medians[entry["name"]])
+        row = {"model": entry["name"], "measured_ms": measured_ms,
+               "predicted_ms": predicted["total_seconds"] * 1e3,
+               "history_ms": with_history["total_seconds"] * 1e3,
+               "bounds": predicted["bounds"]}
+        row["error"] = relative_error(row["predicted_ms"], measured_ms)
+        row["history_error"] = relative_error(row["history_ms"], measured_ms)
+        rows.append(row)
+        print(f"{row['model']:24} {measured_ms:11.4f} {row['predicted_ms']:10.4f} "
+              f"{row['error']:7.1%} {row['history_ms']:10.4f} {row['history_error']:7.1%}", flush=True)
+        for op in profiled["op_times"]:
+            op_type = op["op_type"]
+            if op["ms_per_run"] <= 0 or op_type not in predicted["op_types"]:
+                continue
+            op_row = {"model": entry["name"], "op_type": op_type, "calls": op["calls"],
+                      "measured_ms": op["ms_per_run"],
+                      "predicted_ms": predicted["op_types"][op_type]["seconds"] * 1e3,
+                      "history_ms": with_history["op_types"][op_type]["seconds"] * 1e3}
+            op_row["error"] = relative_error(op_row["predicted_ms"], op_row["measured_ms"])
+            op_row["history_error"] = relative_error(op_row["history_ms"], op_row["measured_ms"])
+            op_rows.append(op_row)
+
+    by_type = {}
+    for op_row in op_rows:
+        total = by_type.setdefault(op_row["op_type"], {"measured_ms": 0, "predicted_ms": 0,
+                                                       "history_ms": 0, "models": 0})
+        for key in ("measured_ms", "predicted_ms", "history_ms"):
+            total[key] += op_row[key]
+        total["models"] += 1
+    print(f"\n{'op type':24} {'models':>6} {'measured ms':>11} {'predicted':>10} {'error':>7} "
+          f"{'w/ history':>10} {'error':>7}")
+    for op_type, total in sorted(by_type.items(), key=lambda item: -item[1]["measured_ms"]):
+        total["error"] = relative_error(total["predicted_ms"], total["measured_ms"])
+        total["history_error"] = relative_error(total["history_ms"], total["measured_ms"])
+        print(f"{op_type:24} {total['models']:6} {total['measured_ms']:11.4f} "
+              f"{total['predicted_ms']:10.4f} {total['error']:7.1%} {total['history_ms']:10.4f} "
+              f"{total['history_error']:7.1%}")
+
+    errors = {
+        "model": summary([row["error"] for row in rows]),
+        "model_with_history": summary([row["history_error"] for row in rows]),
+        "op_type_per_model": summary([row["error"] for row in op_rows]),
+        "op_type_per_model_with_history": summary([row["history_error"] for row in op_rows]),
+    }
+    print()
+    for name, stats in errors.items():
+        print(f"{name:32} median {stats['median']:7.1%}  p90 {stats['p90']:7.1%}  (n={stats['count']})")
+
+    report = {"machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "threads": args.threads},
+              "profile_device": plain_device,
+              "profile_figures": {row["figure"]: row["value"] for row in plain_summary},
+              "load_average": {"before": load_before, "after": os.getloadavg()},
+              "profiles": {"plain": plain, "history": history},
+              "iterations": args.iterations, "rounds": args.rounds, "errors": errors, "models": rows,
+              "op_types": by_type, "op_types_per_model": op_rows}
+    with open(args.json, "w") as f:
+        json.dump(report, f, indent=2)
+    print(f"load average (1, 5, 15 min) before measuring {load_before}, after {os.getloadavg()}")
+    print(f"wrote {args.json}")
+
+    if args.markdown:
+        print("\n| model | measured ms | predicted ms | error | with history ms | error |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for row in rows:
+            print(f"| {row['model']} | {row['measured_ms']:.4f} | {row['predicted_ms']:.4f} | "
+                  f"{row['error']:.1%} | {row['history_ms']:.4f} | {row['history_error']:.1%} |")
+        print("\n| op type | models | measured ms | predicted ms | error | with history ms | error |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for op_type, total in sorted(by_type.items(), key=lambda item: -item[1]["measured_ms"]):
+            print(f"| {op_type} | {total['models']} | {total['measured_ms']:.4f} | "
+                  f"{total['predicted_ms']:.4f} | {total['error']:.1%} | {total['history_ms']:.4f} | "
+                  f"{total['history_error']:.1%} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+#include "calibrate/bench_graph.h"
+
+#include <random>
+
+#include "ir/infer.h"
+#include "util/random_tensor.h"
+
+namespace tandem::calibrate {
+namespace {
+
+using Attributes = std::map<std::string, Attribute, std::less<>>;
+
+Tensor int64s(std::vector<int64_t> values) {
+  const int64_t count = static_cast<int64_t>(values.size());
+  return Tensor::from_vector<int64_t>(DType::kInt64, {count}, values);
+}
+
+}  // namespace
+
+BenchGraph::BenchGraph() { graph_.opset = 17; }
+
+int BenchGraph::input(const TensorType& type) {
+  const int id = graph_.add_value("in" + std::to_string(graph_.values.size()), type);
+  graph_.inputs.push_back(id);
+  return id;
+}
+
+int BenchGraph::constant(Tensor value) {
+  const int id = graph_.add_value("const" + std::to_string(graph_.values.size()),
+                                  {value.dtype(), value.shape()});
+  graph_.values[id].constant = std::move(value);
+  return id;
+}
+
+int BenchGraph::random_constant(const TensorType& type) {
+  std::mt19937_64 rng(seed_++);
+  return constant(random_tensor(type.dtype, type.shape, rng));
+}
+
+int BenchGraph::node(const std::string& op_type, std::vector<int> inputs, Attributes attributes) {
+  Node node;
+  node.name = op_type + std::to_string(graph_.nodes.size());
+  node.op_type = op_type;
+  node.inputs = std::move(inputs);
+  node.attributes = std::move(attributes);
+  node.outputs = {graph_.add_value(node.name + "_out")};
+  const int output = node.outputs[0];
+  graph_.nodes.push_back(std::move(node));
+  return output;
+}
+
+Graph BenchGraph::finish(std::vector<int> outputs) {
+  graph_.outputs = std::move(outputs);
+  infer_graph(graph_);
+  return std::move(graph_);
+}
+
+Graph single_op_graph(const std::string& op_type, const std::vector<OpInput>& inputs,
+                      Attributes attributes) {
+  BenchGraph graph;
+  std::vector<int> ids;
+  for (const OpInput& in : inputs) {
+    ids.push_back(in.constant ? graph.random_constant(in.type) : graph.input(in.type));
+  }
+  return graph.finish({graph.node(op_type, std::move(ids), std::move(attributes))});
+}
+
+Graph tiny_op_mix(int repeats) {
+  BenchGraph graph;
+  const TensorType row{DType::kFloat32, {16}};
+  int x = graph.input({DType::kFloat32, {4, 16}});
+  const int bias = graph.random_constant(row);
+  const int weight = graph.random_constant({DType::kFloat32, {16, 16}});
+  const int starts = graph.constant(int64s({0}));
+  const int ends = graph.constant(int64s({4}));
+  const int axes = graph.constant(int64s({0}));
+  const int rows = graph.constant(int64s({3, 2, 1, 0}));
+  const int sum_axes = graph.constant(int64s({1}));
+  const int shape = graph.constant(int64s({4, 16}));
+  const std::vector<int64_t> swap = {1, 0};
+  for (int r = 0; r < repeats; ++r) {
+    x = graph.node("Add", {x, bias});
+    x = graph.node("Mul", {x, bias});
+    x = graph.node("Relu", {x});
+    x = graph.node("Transpose", {x}, {{"perm", swap}});
+    x = graph.node("Transpose", {x}, {{"perm", swap}});
+    x = graph.node("MatMul", {x, weight});
+    x = graph.node("Softmax", {x}, {{"axis", int64_t{-1}}});
+    x = graph.node("Concat", {x, x}, {{"axis", int64_t{0}}});
+    x = graph.node("Slice", {x, starts, ends, axes});
+    x = graph.node("Gather", {x, rows}, {{"axis", int64_t{0}}});
+    const int sum = graph.node("ReduceSum", {x, sum_axes}, {{"keepdims", int64_t{1}}});
+    x = graph.node("Div", {x, sum});
+    x = graph.node("Sigmoid", {x});
+    x = graph.node("Reshape", {x, shape});
+  }
+  return graph.finish({x});
+}
+
+}  // namespace tandem::calibrate

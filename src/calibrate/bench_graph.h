@@ -1,0 +1,41 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace tandem::calibrate {
+
+// Builds the small graphs the calibration times, as an importer would: typed inputs,
+// constants for weights and shape arguments, nodes whose outputs shape inference types.
+class BenchGraph {
+ public:
+  BenchGraph();
+  int input(const TensorType& type);
+  int constant(Tensor value);
+  int random_constant(const TensorType& type);  // weights: uniform in [-1, 1)
+  // Adds a node; returns its (single) output's value id.
+  int node(const std::string& op_type, std::vector<int> inputs,
+           std::map<std::string, Attribute, std::less<>> attributes = {});
+  // Marks the outputs and infers every shape and cost.
+  Graph finish(std::vector<int> outputs);
+
+ private:
+  Graph graph_;
+  uint64_t seed_ = 42;
+};
+
+// One node of `op_type` on `inputs`; the constant ones become weights.
+struct OpInput {
+  TensorType type;
+  bool constant = false;
+};
+Graph single_op_graph(const std::string& op_type, const std::vector<OpInput>& inputs,
+                      std::map<std::string, Attribute, std::less<>> attributes = {});
+
+// The small ops a model is full of (broadcast arithmetic, activations, transposes, a small
+// MatMul, Softmax, Concat, Slice, Gather, a reduction, a view) on 4x16 tensors, `repeats`
+// times in a chain: what a node costs when its work is negligible.
+Graph tiny_op_mix(int repeats);
+
+}  // namespace tandem::calibrate

@@ -1,0 +1,265 @@
+#include "calibrate/calibrate.h"
+
+#include "backends/cpu/cpu_device.h"
+#include "calibrate/bench_graph.h"
+#include "calibrate/host.h"
+#include "calibrate/microbench.h"
+
+namespace tandem::calibrate {
+namespace {
+
+constexpr size_t kFp32 = static_cast<size_t>(Precision::kFp32);
+
+// "1024x1024x1024": shapes in measurement names.
+std::string joined(std::initializer_list<int64_t> sizes) {
+  std::string text;
+  for (int64_t size : sizes) {
+    if (!text.empty()) text += 'x';
+    text += std::to_string(size);
+  }
+  return text;
+}
+
+// "48 KiB", "192 MiB": sizes in measurement names.
+std::string binary_size(double bytes) {
+  const auto whole = static_cast<int64_t>(bytes);
+  return whole >= (int64_t{1} << 20) ? std::to_string(whole >> 20) + " MiB"
+                                     : std::to_string(whole >> 10) + " KiB";
+}
+
+struct GemmShape {
+  int64_t m, n, k;
+};
+
+struct ConvShape {
+  int64_t batch, channels, height, width, filters, kernel, stride;
+};
+
+// Square sizes trace the efficiency curve from dispatch-bound to peak; skinny ones are the
+// shapes models have (a batch of a few rows, transformer projections, tall thin products).
+std::vector<GemmShape> gemm_shapes(bool quick) {
+  if (quick) {
+    return {{32, 32, 32},    {64, 64, 64},  {128, 128, 128},
+            {256, 256, 256}, {1, 256, 256}, {16, 512, 256}};
+  }
+  return {{32, 32, 32},     {64, 64, 64},     {128, 128, 128},    {256, 256, 256}, {384, 384, 384},
+          {512, 512, 512},  {768, 768, 768},  {1024, 1024, 1024}, {1, 1024, 1024}, {16, 1024, 1024},
+          {128, 3072, 768}, {128, 768, 3072}, {4096, 64, 64},     {256, 256, 4096}};
+}
+
+// A ResNet stem, a 3x3 body conv, a late small-image conv and a 1x1 bottleneck.
+std::vector<ConvShape> conv_shapes(bool quick) {
+  if (quick) return {{1, 16, 32, 32, 16, 3, 1}};
+  return {{1, 3, 224, 224, 64, 7, 2},
+          {1, 64, 56, 56, 64, 3, 1},
+          {1, 256, 14, 14, 256, 3, 1},
+          {1, 256, 56, 56, 64, 1, 1}};
+}
+
+// Elements per Add operand, from in-L1 to well past the last-level cache (the largest is
+// 64 MiB per operand; 192 MiB of traffic).
+std::vector<int64_t> bandwidth_sizes(bool quick) {
+  if (quick) return {int64_t{4} << 10, int64_t{64} << 10, int64_t{4} << 20};
+  return {int64_t{4} << 10, int64_t{16} << 10, int64_t{64} << 10, int64_t{256} << 10,
+          int64_t{1} << 20, int64_t{4} << 20,  int64_t{16} << 20};
+}
+
+Repetition repetition_for(const CalibrationOptions& options) {
+  return options.quick ? Repetition{5, 50, 0.03} : Repetition{7, 1000, 0.6};
+}
+
+std::string median_note(const Repetition& repetition) {
+  return "median of >= " + std::to_string(repetition.min_runs) + " runs";
+}
+
+// A measured figure; its source names the profile and how it was measured.
+Figure measured(double value, const CalibrationOptions& options, const std::string& method) {
+  Figure figure;
+  figure.value = value;
+  figure.source = "calibration " + options.profile_path + ": " + method;
+  return figure;
+}
+
+class Suite {
+ public:
+  Suite(Device& device, const CalibrationOptions& options, CalibrationProfile& profile)
+      : device_(device),
+        options_(options),
+        profile_(profile),
+        repetition_(repetition_for(options)) {}
+
+  void run() {
+    gemm_curve();
+    convolutions();
+    bandwidth_curve();
+    vector_throughput();
+    dispatch_overhead();
+  }
+
+ private:
+  Figure measured(double value, const std::string& method) const {
+    return calibrate::measured(value, options_, method);
+  }
+  std::string median_note() const { return calibrate::median_note(repetition_); }
+
+  void record(const std::string& name, double value, const std::string& unit,
+              const std::string& method) {
+    profile_.measurements.push_back({name, value, unit, method});
+    if (options_.progress) options_.progress(profile_.measurements.back());
+  }
+
+  void gemm_curve() {
+    double best_rate = 0;
+    std::string best_name;
+    for (const GemmShape& shape : gemm_shapes(options_.quick)) {
+      OpBench bench(device_,
+                    single_op_graph("MatMul", {{{DType::kFloat32, {shape.m, shape.k}}},
+                                               {{DType::kFloat32, {shape.k, shape.n}}, true}}));
+      const double seconds = bench.node_seconds(repetition_);
+      profile_.gemm_curve.push_back({shape.m, shape.n, shape.k, seconds});
+      const double rate = bench.cost().flops / seconds;
+      const std::string name = "gemm " + joined({shape.m, shape.n, shape.k});
+      record(name, rate, "FLOP/s",
+             "fp32 MatMul m x n x k, constant B, kernel time, " + median_note());
+      if (rate > best_rate) {
+        best_rate = rate;
+        best_name = name;
+      }
+    }
+    profile_.figures.matrix_flops[kFp32] =
+        measured(best_rate, "best fp32 GEMM of the curve (" + best_name + ")");
+  }
+
+  void convolutions() {
+    for (const ConvShape& shape : conv_shapes(options_.quick)) {
+      const int64_t pad = shape.kernel / 2;
+      OpBench bench(
+          device_,
+          single_op_graph(
+              "Conv",
+              {{{DType::kFloat32, {shape.batch, shape.channels, shape.height, shape.width}}},
+               {{DType::kFloat32, {shape.filters, shape.channels, shape.kernel, shape.kernel}},
+                true},
+               {{DType::kFloat32, {shape.filters}}, true}},
+              {{"kernel_shape", std::vector<int64_t>{shape.kernel, shape.kernel}},
+               {"strides", std::vector<int64_t>{shape.stride, shape.stride}},
+               {"pads", std::vector<int64_t>{pad, pad, pad, pad}}}));
+      record("conv " + joined({shape.batch, shape.channels, shape.height, shape.width}) + " -> " +
+                 std::to_string(shape.filters) + " k" + std::to_string(shape.kernel) + " s" +
+                 std::to_string(shape.stride),
+             bench.cost().flops / bench.node_seconds(repetition_), "FLOP/s",
+             "fp32 Conv with bias, constant weights, kernel time, " + median_note());
+    }
+  }
+
+  // Bytes as the IR counts them (each input read once, the output written once), so the
+  // rates divide the same bytes the cost model will.
+  void bandwidth_curve() {
+    std::string method;
+    double rate = 0;
+    for (int64_t elements : bandwidth_sizes(options_.quick)) {
+      const TensorType operand{DType::kFloat32, {elements}};
+      OpBench bench(device_, single_op_graph("Add", {{operand}, {operand}}));
+      const double seconds = bench.node_seconds(repetition_);
+      profile_.bandwidth_curve.push_back({bench.cost().bytes, seconds});
+      rate = bench.cost().bytes / seconds;
+      method = "fp32 Add of two " + binary_size(static_cast<double>(elements) * 4) +
+               " tensors, bytes read + written / kernel time, " + median_note();
+      record("elementwise bandwidth " + binary_size(bench.cost().bytes), rate, "B/s", method);
+    }
+    // The largest operands are past the caches: main memory.
+    profile_.figures.memory_bandwidth = measured(rate, method);
+  }
+
+  // The IR counts real FLOPs for arithmetic and normalizations but one op per element for
+  // transcendental functions, so the vector figure is the best rate of ops it counts
+  // faithfully; Tanh and Erf are recorded beside it to show the gap.
+  void vector_throughput() {
+    const int64_t rows = 64, columns = 256;  // 64 KiB per tensor: in cache
+    const TensorType tile{DType::kFloat32, {rows, columns}};
+    const TensorType row{DType::kFloat32, {columns}};
+    struct Candidate {
+      std::string op;
+      Graph graph;
+      bool counts_flops;
+    };
+    std::vector<Candidate> candidates;
+    candidates.push_back({"Mul", single_op_graph("Mul", {{tile}, {tile}}), true});
+    candidates.push_back({"LayerNormalization",
+                          single_op_graph("LayerNormalization", {{tile}, {row, true}, {row, true}},
+                                          {{"axis", int64_t{-1}}}),
+                          true});
+    candidates.push_back({"Softmax", single_op_graph("Softmax", {{tile}}), true});
+    candidates.push_back({"Tanh", single_op_graph("Tanh", {{tile}}), false});
+    candidates.push_back({"Erf", single_op_graph("Erf", {{tile}}), false});
+    double best_rate = 0;
+    std::string best_op;
+    for (Candidate& candidate : candidates) {
+      OpBench bench(device_, std::move(candidate.graph));
+      const double rate = bench.cost().flops / bench.node_seconds(repetition_);
+      record("vector fp32 (" + candidate.op + ")", rate, "FLOP/s",
+             "fp32 " + candidate.op + " over " + joined({rows, columns}) +
+                 " in-cache elements, FLOPs as the IR counts them" +
+                 (candidate.counts_flops ? "" : " (one per element)") + " / kernel time, " +
+                 median_note());
+      if (candidate.counts_flops && rate > best_rate) {
+        best_rate = rate;
+        best_op = candidate.op;
+      }
+    }
+    profile_.figures.vector_flops[kFp32] =
+        measured(best_rate, "best in-cache fp32 elementwise or normalization rate (" + best_op +
+                                "), FLOPs as the IR counts them / kernel time, " + median_note());
+  }
+
+  // Ops whose work is negligible: what remains is the executor's step, the kernel's entry
+  // and its fixed costs (argument checks, small allocations, thread-pool wake-ups).
+  void dispatch_overhead() {
+    constexpr int kRepeats = 8;
+    OpBench bench(device_, tiny_op_mix(kRepeats));
+    const size_t nodes = bench.graph().nodes.size();
+    const double seconds = bench.run_seconds(repetition_) / static_cast<double>(nodes);
+    const std::string method = "a chain of " + std::to_string(nodes) +
+                               " small ops of 14 kinds on 4x16 tensors, run through the "
+                               "executor, run time / ops, " +
+                               median_note();
+    record("dispatch per op", seconds, "s", method);
+    profile_.figures.launch_overhead = measured(seconds, method);
+  }
+
+  Device& device_;
+  const CalibrationOptions& options_;
+  CalibrationProfile& profile_;
+  const Repetition repetition_;
+};
+
+}  // namespace
+
+void measure_kernels(Device& device, const CalibrationOptions& options,
+                     CalibrationProfile& profile) {
+  Suite(device, options, profile).run();
+}
+
+CalibrationProfile calibrate_cpu(const CalibrationOptions& options) {
+  CalibrationProfile profile;
+  profile.kind = DeviceKind::kCpu;
+  profile.threads = cpu::cpu_threads();
+  profile.device_name = "cpu: " + cpu_model_name() + ", " + std::to_string(profile.threads) +
+                        (profile.threads == 1 ? " thread" : " threads");
+  profile.figures.memory_bytes =
+      measured(physical_memory_bytes(), options, "physical memory (sysconf)");
+  cpu::CpuDevice device;
+  measure_kernels(device, options, profile);
+
+  const size_t bytes = options.quick ? size_t{16} << 20 : size_t{64} << 20;
+  const Repetition repetition = repetition_for(options);
+  const std::string method = "no device copy on a CPU: host memcpy of " + binary_size(bytes) +
+                             ", one thread, " + median_note(repetition);
+  const double bandwidth = memcpy_bandwidth(bytes, repetition);
+  profile.host_link_bandwidth = measured(bandwidth, options, method);
+  profile.measurements.push_back({"host link (memcpy)", bandwidth, "B/s", method});
+  if (options.progress) options.progress(profile.measurements.back());
+  return profile;
+}
+
+}  // namespace tandem::calibrate

@@ -1,0 +1,28 @@
+#pragma once
+#include <functional>
+#include <string>
+
+#include "backends/device.h"
+#include "devices/profile.h"
+
+namespace tandem::calibrate {
+
+struct CalibrationOptions {
+  bool quick = false;                                // small sizes and short repetitions (tests)
+  std::string profile_path = "tandem-profile.json";  // named in every figure's source
+  // Called as each benchmark finishes, for progress on the terminal.
+  std::function<void(const CalibrationProfile::Measurement&)> progress;
+};
+
+// Measures `device` with micro-benchmarks run through its own kernels: a GEMM curve (peak
+// matrix throughput), convolutions, elementwise bandwidth, vector throughput and dispatch
+// overhead per op. Fills the profile's figures, gemm_curve and measurements. Any backend's
+// device can be measured this way; copies to and from it are the caller's to measure.
+void measure_kernels(Device& device, const CalibrationOptions& options,
+                     CalibrationProfile& profile);
+
+// The local CPU at the current thread count: its kernels, the host's memory capacity, and
+// host memcpy bandwidth as the host link figure (a CPU has no device copy).
+CalibrationProfile calibrate_cpu(const CalibrationOptions& options);
+
+}  // namespace tandem::calibrate

@@ -1,0 +1,52 @@
+#include "calibrate/microbench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "util/random_tensor.h"
+
+namespace tandem::calibrate {
+
+double median(std::vector<double> samples) {
+  if (samples.empty()) return 0;
+  std::sort(samples.begin(), samples.end());
+  const size_t middle = samples.size() / 2;
+  return samples.size() % 2 ? samples[middle] : (samples[middle - 1] + samples[middle]) / 2;
+}
+
+OpBench::OpBench(Device& device, Graph graph) : graph_(std::move(graph)) {
+  std::mt19937_64 rng(7);
+  for (int id : graph_.inputs) {
+    const TensorType& type = graph_.values[id].type;
+    inputs_.push_back(random_tensor(type.dtype, type.shape, rng));
+  }
+  executor_ = std::make_unique<GraphExecutor>(graph_, device);
+  executor_->run(inputs_);  // warm-up: first-touch pages, caches, lazily built primitives
+}
+
+OpBench::~OpBench() = default;
+
+double OpBench::node_seconds(const Repetition& repetition) {
+  const Node* first = &graph_.nodes.front();
+  double seconds = 0;
+  executor_->set_observer([&](const Node& node, std::chrono::nanoseconds elapsed) {
+    if (&node == first) seconds = std::chrono::duration<double>(elapsed).count();
+  });
+  const double result = median_seconds(repetition, [&] {
+    executor_->run(inputs_);
+    return seconds;
+  });
+  executor_->set_observer(nullptr);
+  return result;
+}
+
+double OpBench::run_seconds(const Repetition& repetition) {
+  return median_seconds(repetition, [&] {
+    const auto start = std::chrono::steady_clock::now();
+    executor_->run(inputs_);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  });
+}
+
+}  // namespace tandem::calibrate

@@ -1,0 +1,60 @@
+#pragma once
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "backends/device.h"
+#include "ir/graph.h"
+#include "runtime/executor.h"
+
+namespace tandem::calibrate {
+
+// How long each measurement repeats: at least `min_runs`, then until `budget_seconds` of
+// samples are gathered or `max_runs` is reached. The median of the samples is reported.
+struct Repetition {
+  int min_runs = 5;
+  int max_runs = 200;
+  double budget_seconds = 0.2;
+};
+
+double median(std::vector<double> samples);
+
+// Calls `sample`, which times one run in seconds, as `repetition` says; returns the median.
+template <typename Sample>
+double median_seconds(const Repetition& repetition, Sample sample) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> samples;
+  const auto start = Clock::now();
+  const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  while (static_cast<int>(samples.size()) < repetition.min_runs ||
+         (static_cast<int>(samples.size()) < repetition.max_runs &&
+          elapsed() < repetition.budget_seconds)) {
+    samples.push_back(sample());
+  }
+  return median(std::move(samples));
+}
+
+// A graph compiled once on a device through the runtime, so what is timed is the backend's
+// real kernels and the executor's real dispatch. Inputs are random, made once.
+class OpBench {
+ public:
+  OpBench(Device& device, Graph graph);
+  OpBench(const OpBench&) = delete;  // the executor holds a reference to graph_
+  OpBench& operator=(const OpBench&) = delete;
+  ~OpBench();
+
+  const Graph& graph() const { return graph_; }
+  // The work of the first node, as the cost model sees it.
+  const OpCost& cost() const { return graph_.nodes.front().cost; }
+  // Median seconds of the first node's kernel alone (the executor's per-node observer).
+  double node_seconds(const Repetition& repetition);
+  // Median seconds of a whole run through the executor, dispatch included.
+  double run_seconds(const Repetition& repetition);
+
+ private:
+  Graph graph_;
+  std::vector<Tensor> inputs_;
+  std::unique_ptr<GraphExecutor> executor_;
+};
+
+}  // namespace tandem::calibrate

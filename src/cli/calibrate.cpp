@@ -1,0 +1,160 @@
+#include "calibrate/calibrate.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "backends/cpu/cpu_device.h"
+#include "calibrate/op_history.h"
+#include "cli/commands.h"
+#include "ir/error.h"
+#include "ir/fuse.h"
+#include "report/table.h"
+#include "util/random_tensor.h"
+
+namespace tandem::cli {
+namespace {
+
+using Measurement = CalibrationProfile::Measurement;
+
+std::string with_unit(double value, const std::string& unit) {
+  if (unit == "s") {
+    return value < 1e-3 ? format("%.3g us", value * 1e6)
+           : value < 1  ? format("%.3g ms", value * 1e3)
+                        : format("%.3g s", value);
+  }
+  if (unit == "B") return human_bytes(value);
+  if (unit == "B/s") return human_bytes(value) + "/s";
+  return si(value) + unit;
+}
+
+struct SummaryRow {
+  std::string figure;
+  const Figure* value;
+  std::string unit;
+};
+
+std::vector<SummaryRow> summary_rows(const CalibrationProfile& profile) {
+  const size_t fp32 = static_cast<size_t>(Precision::kFp32);
+  return {{"matrix fp32 peak", &profile.figures.matrix_flops[fp32], "FLOP/s"},
+          {"vector fp32", &profile.figures.vector_flops[fp32], "FLOP/s"},
+          {"memory bandwidth", &profile.figures.memory_bandwidth, "B/s"},
+          {"launch overhead", &profile.figures.launch_overhead, "s"},
+          {"memory capacity", &profile.figures.memory_bytes, "B"},
+          {"host link", &profile.host_link_bandwidth, "B/s"}};
+}
+
+std::string render(const CalibrationProfile& profile, const std::string& path, size_t models,
+                   double seconds) {
+  Table table({"figure", "value", "how measured"});
+  for (const SummaryRow& row : summary_rows(profile)) {
+    // The source reads "calibration FILE: how"; the file is named once, below.
+    const size_t colon = row.value->source.find(": ");
+    table.add_row(
+        {row.figure, with_unit(row.value->value, row.unit),
+         colon == std::string::npos ? row.value->source : row.value->source.substr(colon + 2)});
+  }
+  std::string text = profile.device_name + "\n" + table.render();
+  text += format("GEMM curve: %zu shapes; %zu measurements in all", profile.gemm_curve.size(),
+                 profile.measurements.size());
+  if (models > 0) {
+    text += format("; measured times of %zu op signatures from %zu model%s",
+                   profile.op_seconds.size(), models, models == 1 ? "" : "s");
+  }
+  return text + format("\nwrote %s in %.1f s\n", path.c_str(), seconds);
+}
+
+nlohmann::json to_json(const CalibrationProfile& profile, const std::string& path, double seconds) {
+  nlohmann::json figures = nlohmann::json::array();
+  for (const SummaryRow& row : summary_rows(profile)) {
+    figures.push_back({{"figure", row.figure},
+                       {"value", row.value->value},
+                       {"unit", row.unit},
+                       {"source", row.value->source}});
+  }
+  nlohmann::json measurements = nlohmann::json::array();
+  for (const Measurement& row : profile.measurements) {
+    measurements.push_back(
+        {{"name", row.name}, {"value", row.value}, {"unit", row.unit}, {"method", row.method}});
+  }
+  return {{"profile", path},
+          {"device_name", profile.device_name},
+          {"threads", profile.threads},
+          {"figures", figures},
+          {"measurements", measurements},
+          {"op_signatures", profile.op_seconds.size()},
+          {"seconds", seconds}};
+}
+
+// The models to time, loaded and fused as `tandem run` runs them; loaded before any
+// measurement so that a bad model fails at once.
+std::vector<ImportedModel> load_models(const CalibrateOptions& options) {
+  std::vector<ImportedModel> models;
+  for (const std::string& path : options.models) {
+    ModelOptions model_options;
+    model_options.model = path;
+    model_options.dims = options.dims;
+    model_options.shapes = options.shapes;
+    model_options.json = options.json;
+    models.push_back(load_model(model_options));
+    fuse_for_inference(models.back().graph);
+  }
+  return models;
+}
+
+// Measured time of every op of the models, by signature, on `tandem run`'s default inputs.
+std::map<std::string, double> time_model_ops(const std::vector<ImportedModel>& models, bool quick) {
+  calibrate::OpHistory history;
+  cpu::CpuDevice device;
+  const int runs = quick ? 3 : 20;
+  for (const ImportedModel& model : models) {
+    std::mt19937_64 rng(0);  // the seed `tandem run` uses by default
+    std::vector<Tensor> inputs;
+    for (int id : model.graph.inputs) {
+      const Value& value = model.graph.values[id];
+      inputs.push_back(random_tensor(value.type.dtype, value.type.shape, rng));
+    }
+    std::fprintf(stderr, "timing the ops of %s (%d runs)\n", model.path.c_str(), runs);
+    history.record(model.graph, device, inputs, runs);
+  }
+  return history.median_seconds();
+}
+
+void check_writable_folder(const std::string& path) {
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  if (!folder.empty() && !std::filesystem::is_directory(folder)) {
+    throw InputError(path, "cannot write the profile: no folder " + folder.string());
+  }
+}
+
+}  // namespace
+
+int calibrate_command(const CalibrateOptions& options) {
+  cpu::set_cpu_threads(options.threads);
+  const auto started = std::chrono::steady_clock::now();
+  check_writable_folder(options.output);
+  const std::vector<ImportedModel> models = load_models(options);
+  calibrate::CalibrationOptions calibration;
+  calibration.quick = options.quick;
+  calibration.profile_path = options.output;
+  calibration.progress = [](const Measurement& row) {
+    std::fprintf(stderr, "  %-36s %s\n", row.name.c_str(), with_unit(row.value, row.unit).c_str());
+  };
+  std::fprintf(stderr, "calibrating the CPU (%d threads)%s\n", cpu::cpu_threads(),
+               options.quick ? ", quick" : "");
+  CalibrationProfile profile = calibrate::calibrate_cpu(calibration);
+  profile.op_seconds = time_model_ops(models, options.quick);
+  write_profile(options.output, profile);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (options.json) {
+    std::printf("%s\n", to_json(profile, options.output, seconds).dump(2).c_str());
+  } else {
+    std::printf("%s", render(profile, options.output, options.models.size(), seconds).c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace tandem::cli

@@ -1,0 +1,296 @@
+#include "cost/cost_model.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "cost/gemm_shape.h"
+#include "devices/capabilities.h"
+#include "ir/op_schema.h"
+
+namespace tandem {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+size_t index(Precision precision) { return static_cast<size_t>(precision); }
+
+Precision precision_of(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat64: return Precision::kFp64;
+    case DType::kFloat16: return Precision::kFp16;
+    case DType::kBFloat16: return Precision::kBf16;
+    case DType::kInt8:
+    case DType::kUInt8: return Precision::kInt8;
+    default: return Precision::kFp32;  // fp32, and the integer and bool ops of vector units
+  }
+}
+
+int64_t precision_bytes(Precision precision) {
+  switch (precision) {
+    case Precision::kFp64: return 8;
+    case Precision::kFp32:
+    case Precision::kTf32: return 4;
+    case Precision::kBf16:
+    case Precision::kFp16: return 2;
+    case Precision::kInt8: return 1;
+  }
+  return 4;
+}
+
+// The dtype an op computes in: its first floating-point input's, else its first input's or
+// output's (a Where's condition is bool, its data is not).
+DType op_dtype(const Node& node, const Graph& graph) {
+  DType first = DType::kUndefined;
+  for (int in : node.inputs) {
+    if (in < 0) continue;
+    const DType dtype = graph.values[in].type.dtype;
+    if (is_floating(dtype)) return dtype;
+    if (first == DType::kUndefined) first = dtype;
+  }
+  if (first == DType::kUndefined && !node.outputs.empty() && node.outputs[0] >= 0) {
+    first = graph.values[node.outputs[0]].type.dtype;
+  }
+  return first;
+}
+
+// Matrix units take floating-point and int8 operands; wider integers run on vector units.
+bool matrix_dtype(DType dtype) {
+  return is_floating(dtype) || dtype == DType::kInt8 || dtype == DType::kUInt8;
+}
+
+// A peak rate and the unit it belongs to; figure is null when the device publishes none.
+struct Rate {
+  const Figure* figure = nullptr;
+  bool matrix_unit = false;
+  Precision precision = Precision::kFp32;
+};
+
+Rate vector_rate(const DeviceFigures& figures, Precision precision) {
+  if (figures.vector_flops[index(precision)].known()) {
+    return {&figures.vector_flops[index(precision)], false, precision};
+  }
+  if (figures.vector_flops[index(Precision::kFp32)].known()) {
+    return {&figures.vector_flops[index(Precision::kFp32)], false, Precision::kFp32};
+  }
+  return {};
+}
+
+Rate matrix_rate(DeviceKind kind, const DeviceFigures& figures, Precision precision, bool tf32) {
+  const auto known = [&](Precision p) { return figures.matrix_flops[index(p)].known(); };
+  if (precision == Precision::kFp32 && kind == DeviceKind::kGpu && tf32) {
+    precision = Precision::kTf32;
+  }
+  // XLA's default precision runs an fp32 dot on the MXU as one bf16 pass.
+  if (precision == Precision::kFp32 && kind == DeviceKind::kTpu && !known(Precision::kFp32)) {
+    precision = Precision::kBf16;
+  }
+  // fp16 and bf16 share one rate on tensor cores and MXUs; a preset may publish only one.
+  if (precision == Precision::kFp16 && !known(precision)) precision = Precision::kBf16;
+  if (precision == Precision::kBf16 && !known(precision)) precision = Precision::kFp16;
+  if (known(precision)) return {&figures.matrix_flops[index(precision)], true, precision};
+  return vector_rate(figures, precision);
+}
+
+// Work on matrix units is done in whole tiles. TPUs pad to the MXU edge. A GPU preset gives its
+// tensor-core multiple in fp16/bf16 elements (8 on H100, 64 on A100); cuBLAS wants the same
+// bytes in other precisions: twice the elements in int8, half in tf32.
+int64_t padding_granule(DeviceKind kind, const DeviceFigures& figures, const Rate& rate) {
+  if (!rate.matrix_unit) return 1;
+  const int64_t tile = std::max(figures.matrix_tile, 1);
+  if (kind == DeviceKind::kGpu)
+    return std::max<int64_t>(1, tile * 2 / precision_bytes(rate.precision));
+  return tile;
+}
+
+// Replaces every figure the profile measured, marking its source as the calibration's.
+void overlay(Figure& figure, const Figure& measured, const std::string& file) {
+  if (!measured.known()) return;
+  figure = measured;
+  if (figure.source.rfind("calibration", 0) != 0) {
+    figure.source = "calibration " + file + ": " + figure.source;
+  }
+}
+
+void overlay(DeviceFigures& figures, const DeviceFigures& measured, const std::string& file) {
+  for (size_t p = 0; p < kPrecisionCount; ++p) {
+    overlay(figures.matrix_flops[p], measured.matrix_flops[p], file);
+    overlay(figures.vector_flops[p], measured.vector_flops[p], file);
+  }
+  overlay(figures.memory_bytes, measured.memory_bytes, file);
+  overlay(figures.memory_bandwidth, measured.memory_bandwidth, file);
+  overlay(figures.launch_overhead, measured.launch_overhead, file);
+  overlay(figures.step_overhead, measured.step_overhead, file);
+  overlay(figures.price_per_hour, measured.price_per_hour, file);
+}
+
+bool is_host(const Cluster& cluster, const std::string& id) {
+  return std::any_of(cluster.hosts.begin(), cluster.hosts.end(),
+                     [&](const HostSpec& host) { return host.id == id; });
+}
+
+}  // namespace
+
+std::string_view bound_name(Bound bound) {
+  switch (bound) {
+    case Bound::kCompute: return "compute";
+    case Bound::kMemory: return "memory";
+    case Bound::kOverhead: return "overhead";
+  }
+  return "overhead";
+}
+
+CostModel::CostModel(const Cluster& cluster, CostOptions options)
+    : cluster_(cluster), options_(options) {
+  std::map<std::string, std::shared_ptr<const CalibrationProfile>> by_file;
+  for (size_t d = 0; d < cluster_.devices.size(); ++d) {
+    const std::string& file = cluster_.devices[d].profile;
+    std::shared_ptr<const CalibrationProfile> profile;
+    if (!file.empty()) {
+      auto& loaded = by_file[file];
+      if (!loaded) loaded = std::make_shared<const CalibrationProfile>(read_profile(file));
+      profile = loaded;
+    }
+    add_device(static_cast<int>(d), std::move(profile));
+  }
+}
+
+CostModel::CostModel(const Cluster& cluster, const std::map<int, CalibrationProfile>& profiles,
+                     CostOptions options)
+    : cluster_(cluster), options_(options) {
+  for (size_t d = 0; d < cluster_.devices.size(); ++d) {
+    const auto found = profiles.find(static_cast<int>(d));
+    add_device(static_cast<int>(d),
+               found == profiles.end() ? nullptr
+                                       : std::make_shared<const CalibrationProfile>(found->second));
+  }
+}
+
+void CostModel::add_device(int device, std::shared_ptr<const CalibrationProfile> profile) {
+  DeviceSpec& spec = cluster_.devices[device];
+  DeviceModel model;
+  if (profile) {
+    model.profile_file = spec.profile.empty() ? "(in memory)" : spec.profile;
+    overlay(spec.figures, profile->figures, model.profile_file);
+    // The copy between the device and its host: a CPU's is host memory bandwidth.
+    for (LinkSpec& link : cluster_.links) {
+      const bool to_host = (link.from == spec.id && is_host(cluster_, link.to)) ||
+                           (link.to == spec.id && is_host(cluster_, link.from));
+      if (!to_host) continue;
+      overlay(link.bandwidth_forward, profile->host_link_bandwidth, model.profile_file);
+      overlay(link.bandwidth_backward, profile->host_link_bandwidth, model.profile_file);
+    }
+    if (!profile->gemm_curve.empty()) {
+      // `tandem calibrate` times fp32 GEMMs.
+      const Rate fp32 = matrix_rate(spec.kind, spec.figures, Precision::kFp32, options_.tf32);
+      model.matmul = MatmulEfficiency(profile->gemm_curve, spec.figures.launch_overhead.value,
+                                      fp32.figure ? fp32.figure->value : 0);
+    }
+    model.profile = std::move(profile);
+  }
+  devices_.push_back(std::move(model));
+}
+
+OpTime CostModel::op_time(const Node& node, const Graph& graph, int device) const {
+  const DeviceSpec& spec = cluster_.devices.at(device);
+  if (!can_run(spec, node, graph)) {
+    OpTime time;
+    time.seconds = kInfinity;
+    time.source = "cannot run on " + spec.id;
+    return time;
+  }
+  const DeviceModel& model = devices_[device];
+  if (model.profile && !model.profile->op_seconds.empty()) {
+    const auto found = model.profile->op_seconds.find(op_signature(node, graph));
+    if (found != model.profile->op_seconds.end()) {
+      OpTime time = roofline(node, graph, device);
+      time.seconds = found->second;
+      time.source = "measured op in " + model.profile_file;
+      return time;
+    }
+  }
+  const OpSchema* schema =
+      node.domain.empty() ? OpRegistry::instance().find(node.op_type) : nullptr;
+  if (schema && schema->output_aliases_input) {
+    OpTime time;
+    time.source = "view, no kernel";
+    return time;
+  }
+  return roofline(node, graph, device);
+}
+
+OpTime CostModel::roofline(const Node& node, const Graph& graph, int device) const {
+  const DeviceSpec& spec = cluster_.devices[device];
+  const DeviceFigures& figures = spec.figures;
+  const DeviceModel& model = devices_[device];
+  const DType dtype = op_dtype(node, graph);
+  const Precision precision = precision_of(dtype);
+  OpTime time;
+  std::string compute_source;
+  double vector_flops = node.cost.flops;
+  const auto gemm = matrix_dtype(dtype) ? gemm_shape(node, graph) : std::nullopt;
+  if (gemm) {
+    const Rate rate = matrix_rate(spec.kind, figures, precision, options_.tf32);
+    if (rate.figure) {
+      const GemmShape work = padded(*gemm, padding_granule(spec.kind, figures, rate));
+      time.compute_seconds = model.matmul.seconds(work.flops(), rate.figure->value);
+      compute_source = model.matmul.measured() ? "calibration " + model.profile_file
+                                               : source_of(*rate.figure, device);
+      // What the IR counts beyond the product: bias, fused activation and residual.
+      vector_flops = std::max(0.0, node.cost.flops - gemm->flops());
+    }
+  }
+  const Rate vector = vector_rate(figures, precision);
+  if (vector.figure && vector_flops > 0) {
+    time.compute_seconds += vector_flops / vector.figure->value;
+    if (compute_source.empty()) compute_source = source_of(*vector.figure, device);
+  }
+  if (figures.memory_bandwidth.known()) {
+    time.memory_seconds = node.cost.bytes / figures.memory_bandwidth.value;
+  }
+  time.overhead_seconds = figures.launch_overhead.value;
+  const double work = std::max(time.compute_seconds, time.memory_seconds);
+  time.seconds = work + time.overhead_seconds;
+  if (time.overhead_seconds >= work) {
+    time.bound = Bound::kOverhead;
+    time.source = source_of(figures.launch_overhead, device);
+  } else if (time.compute_seconds >= time.memory_seconds) {
+    time.bound = Bound::kCompute;
+    time.source = compute_source;
+  } else {
+    time.bound = Bound::kMemory;
+    time.source = source_of(figures.memory_bandwidth, device);
+  }
+  return time;
+}
+
+std::string CostModel::source_of(const Figure& figure, int device) const {
+  const DeviceSpec& spec = cluster_.devices[device];
+  // "calibration <file>: <method>" -> "calibration <file>"; the method is in `tandem devices`.
+  if (figure.source.rfind("calibration", 0) == 0) {
+    return figure.source.substr(0, figure.source.find(": "));
+  }
+  // Figures the cluster file gives say so themselves.
+  if (figure.source.rfind("cluster file", 0) != 0 && !spec.preset.empty()) {
+    return "preset " + spec.preset;
+  }
+  return figure.source;
+}
+
+double CostModel::transfer_seconds(double bytes, int from_device, int to_device) const {
+  if (from_device == to_device) return 0;
+  double seconds = 0;
+  for (const Cluster::Hop& hop : cluster_.path(from_device, to_device)) {
+    seconds += hop_seconds(bytes, hop);
+  }
+  return seconds;
+}
+
+double CostModel::hop_seconds(double bytes, const Cluster::Hop& hop) const {
+  const LinkSpec& link = cluster_.links.at(hop.link);
+  const Figure& bandwidth = hop.forward ? link.bandwidth_forward : link.bandwidth_backward;
+  // As in routing: a direction without a bandwidth carries nothing.
+  if (!bandwidth.known()) return kInfinity;
+  return link.latency.value + bytes / bandwidth.value;
+}
+
+}  // namespace tandem

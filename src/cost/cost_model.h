@@ -1,0 +1,83 @@
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cost/matmul_efficiency.h"
+#include "devices/cluster.h"
+#include "devices/profile.h"
+#include "ir/graph.h"
+
+namespace tandem {
+
+// What limits an op's time on a device.
+enum class Bound { kCompute, kMemory, kOverhead };
+std::string_view bound_name(Bound bound);  // "compute", "memory", "overhead"
+
+// One op's predicted time on one device, its parts, and where the figures came from.
+struct OpTime {
+  double seconds = 0;  // +infinity when the device cannot run the op
+  // The roofline's parts: seconds = max(compute, memory) + overhead, unless the time was measured
+  // (then the parts stay the roofline's, for comparison).
+  double compute_seconds = 0;
+  double memory_seconds = 0;
+  double overhead_seconds = 0;
+  Bound bound = Bound::kOverhead;
+  // "preset nvidia-h100-sxm", "calibration <file>", "measured op in <file>", "view, no kernel",
+  // "cannot run on <device>", or a cluster file's own source for explicit figures.
+  std::string source;
+};
+
+struct CostOptions {
+  // fp32 matmuls on GPU tensor cores as TF32 (PyTorch's allow_tf32). Off by default, as in
+  // ONNX Runtime and PyTorch: fp32 matmuls run on the CUDA cores at the fp32 vector peak.
+  bool tf32 = false;
+};
+
+// The time of ops and transfers on a cluster's devices and links (docs/COST_MODEL.md).
+class CostModel {
+ public:
+  // Reads the calibration profile each device names (`profile:`), once per file; throws
+  // InputError for a bad one.
+  explicit CostModel(const Cluster& cluster, CostOptions options = {});
+  // Profiles already in memory, by device index; a device's `profile` field names its file.
+  CostModel(const Cluster& cluster, const std::map<int, CalibrationProfile>& profiles,
+            CostOptions options = {});
+
+  // The cluster as costed: every figure a device's profile measured (its own figures, and the
+  // bandwidth of its links to its host) replaces the preset's or the cluster file's.
+  const Cluster& cluster() const { return cluster_; }
+  const DeviceFigures& figures(int device) const { return cluster_.devices[device].figures; }
+
+  // Seconds for one execution of `node` on `device`; +infinity when it cannot run there.
+  double op_seconds(const Node& node, const Graph& graph, int device) const {
+    return op_time(node, graph, device).seconds;
+  }
+  OpTime op_time(const Node& node, const Graph& graph, int device) const;
+
+  // Seconds to move `bytes` from one device to another over Cluster::path, store and forward:
+  // every hop pays its latency and the bytes at its bandwidth in the direction crossed. Zero
+  // for the same device.
+  double transfer_seconds(double bytes, int from_device, int to_device) const;
+  double hop_seconds(double bytes, const Cluster::Hop& hop) const;
+
+ private:
+  struct DeviceModel {
+    std::shared_ptr<const CalibrationProfile> profile;  // null without one
+    std::string profile_file;
+    MatmulEfficiency matmul;
+  };
+
+  void add_device(int device, std::shared_ptr<const CalibrationProfile> profile);
+  OpTime roofline(const Node& node, const Graph& graph, int device) const;
+  // The label of a figure's source as OpTime::source gives it.
+  std::string source_of(const Figure& figure, int device) const;
+
+  Cluster cluster_;
+  CostOptions options_;
+  std::vector<DeviceModel> devices_;
+};
+
+}  // namespace tandem

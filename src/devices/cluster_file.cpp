@@ -1,0 +1,556 @@
+// Cluster files (docs/CLUSTERS.md): hosts, devices and links, validated with errors that name
+// the file, the line and the field.
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "devices/cluster.h"
+#include "devices/figures_yaml.h"
+#include "devices/presets.h"
+#include "devices/profile.h"
+#include "devices/routing.h"
+#include "ir/error.h"
+
+namespace tandem {
+namespace {
+
+int hardware_cores() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+// A preset's figures for a device; CPU compute peaks scale with the cores it may use.
+DeviceFigures preset_figures(const DevicePreset& preset, int cores) {
+  DeviceFigures figures = preset.figures;
+  if (!preset.compute_per_core) return figures;
+  const int used = cores > 0 ? cores : hardware_cores();
+  for (auto* peaks : {&figures.matrix_flops, &figures.vector_flops}) {
+    for (Figure& peak : *peaks) {
+      if (!peak.known()) continue;
+      peak.value *= used;
+      peak.source += "; x " + std::to_string(used) + " cores";
+    }
+  }
+  return figures;
+}
+
+// Measured figures replace preset ones where the profile has them.
+void apply_profile(DeviceFigures& figures, const CalibrationProfile& profile,
+                   const std::string& path) {
+  auto take = [&](Figure& figure, const Figure& measured) {
+    if (!measured.known()) return;
+    figure = measured;
+    figure.source = "calibration " + path + (measured.source.empty() ? "" : ": " + measured.source);
+  };
+  for (size_t p = 0; p < kPrecisionCount; ++p) {
+    take(figures.matrix_flops[p], profile.figures.matrix_flops[p]);
+    take(figures.vector_flops[p], profile.figures.vector_flops[p]);
+  }
+  take(figures.memory_bytes, profile.figures.memory_bytes);
+  take(figures.memory_bandwidth, profile.figures.memory_bandwidth);
+  take(figures.launch_overhead, profile.figures.launch_overhead);
+  take(figures.step_overhead, profile.figures.step_overhead);
+  take(figures.price_per_hour, profile.figures.price_per_hour);
+}
+
+LinkSpec link_from_preset(const LinkPreset& preset) {
+  LinkSpec link;
+  link.kind = preset.kind;
+  link.preset = preset.name;
+  link.bandwidth_forward = link.bandwidth_backward = preset.bandwidth;
+  link.latency = preset.latency;
+  return link;
+}
+
+// The link a device gets to its host when the cluster names none: its host-link preset
+// (PCIe for GPUs and TPUs), or host memory at the device's memory bandwidth for CPUs. Returns
+// an error message when neither is known.
+std::string add_implicit_host_link(Cluster& cluster, const DeviceSpec& device,
+                                   const std::string& host_link) {
+  LinkSpec link;
+  if (!host_link.empty()) {
+    link = link_from_preset(*PresetLibrary::instance().find_link(host_link));
+  } else if (device.kind == DeviceKind::kCpu && device.figures.memory_bandwidth.known()) {
+    link.kind = LinkKind::kHostMemory;
+    link.bandwidth_forward = device.figures.memory_bandwidth;
+    link.bandwidth_forward.source =
+        "the device's memory bandwidth (" + device.figures.memory_bandwidth.source + ")";
+    link.bandwidth_backward = link.bandwidth_forward;
+  } else {
+    return device.kind == DeviceKind::kCpu
+               ? "no memory bandwidth known for its link to host memory: give "
+                 "figures.memory_bandwidth, a preset or a link to its host"
+               : "no link to its host: give 'host_link' (a link preset), a preset, or a link";
+  }
+  link.from = device.id;
+  link.to = device.host;
+  link.line = device.line;
+  link.implicit = true;
+  cluster.links.push_back(std::move(link));
+  return "";
+}
+
+std::optional<BackendKind> parse_backend(std::string_view name) {
+  if (name == "cpu") return BackendKind::kCpu;
+  if (name == "cuda") return BackendKind::kCuda;
+  if (name == "pjrt") return BackendKind::kPjrt;
+  if (name == "none") return BackendKind::kNone;
+  return std::nullopt;
+}
+
+bool valid_id(const std::string& id) {
+  if (id.empty()) return false;
+  for (char c : id) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') {
+      return false;
+    }
+  }
+  return true;
+}
+
+class ClusterReader {
+ public:
+  explicit ClusterReader(const YamlFile& file) : file_(file), presets_(PresetLibrary::instance()) {}
+
+  Cluster read() {
+    const YAML::Node& root = file_.root();
+    if (!root.IsDefined() || root.IsNull()) file_.fail_at(0, "", "the file is empty");
+    file_.expect_map(root, "");
+    file_.check_keys(root, "", {"hosts", "devices", "links"});
+    cluster_.file = file_.path();
+    read_hosts(root["hosts"]);
+    read_devices(root["devices"]);
+    if (root["links"]) read_links(root["links"]);
+    add_implicit_links();
+    check_paths();
+    return std::move(cluster_);
+  }
+
+ private:
+  void claim_id(const std::string& id, const YAML::Node& node, const std::string& field) {
+    if (!valid_id(id)) {
+      file_.fail(node, field, "'" + id + "' is not an id (letters, digits, '_', '-', '.')");
+    }
+    const auto [existing, added] = ids_.emplace(id, YamlFile::line(node));
+    if (!added) {
+      file_.fail(
+          node, field,
+          "duplicate id '" + id + "' (first at line " + std::to_string(existing->second) + ")");
+    }
+  }
+
+  void read_hosts(const YAML::Node& hosts) {
+    if (!hosts) file_.fail(file_.root(), "hosts", "missing: list the hosts devices sit in");
+    file_.expect_sequence(hosts, "hosts");
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      const std::string field = "hosts[" + std::to_string(i) + "]";
+      if (hosts[i].IsMap()) file_.check_keys(hosts[i], field, {"id"});
+      const YAML::Node id_node = hosts[i].IsMap() ? hosts[i]["id"] : hosts[i];
+      if (!id_node) file_.fail(hosts[i], field, "missing 'id'");
+      HostSpec host;
+      host.id = file_.scalar(id_node, field + ".id");
+      host.line = YamlFile::line(id_node);
+      claim_id(host.id, id_node, field + ".id");
+      cluster_.hosts.push_back(host);
+    }
+  }
+
+  const HostSpec* find_host(std::string_view id) const {
+    for (const HostSpec& host : cluster_.hosts) {
+      if (host.id == id) return &host;
+    }
+    return nullptr;
+  }
+
+  void read_devices(const YAML::Node& devices) {
+    if (!devices) file_.fail(file_.root(), "devices", "missing: list at least one device");
+    file_.expect_sequence(devices, "devices");
+    if (devices.size() == 0) file_.fail(devices, "devices", "list at least one device");
+    for (size_t i = 0; i < devices.size(); ++i) {
+      read_device(devices[i], "devices[" + std::to_string(i) + "]");
+    }
+  }
+
+  void read_device(const YAML::Node& node, const std::string& field) {
+    file_.expect_map(node, field);
+    file_.check_keys(node, field,
+                     {"id", "kind", "preset", "count", "host", "backend", "plugin", "profile",
+                      "cores", "figures", "host_link"});
+    auto text = [&](const char* key) {
+      return node[key] ? file_.scalar(node[key], field + "." + key) : std::string();
+    };
+    DeviceSpec device;
+    device.line = YamlFile::line(node);
+    if (!node["id"]) file_.fail(node, field, "missing 'id'");
+    const std::string id = text("id");
+
+    const DevicePreset* preset = nullptr;
+    if (node["preset"]) {
+      device.preset = text("preset");
+      preset = presets_.find_device(device.preset);
+      if (!preset) {
+        file_.fail(
+            node["preset"], field + ".preset",
+            "unknown preset '" + device.preset + "' (known: " + presets_.device_names() + ")");
+      }
+      device.kind = preset->kind;
+    }
+    if (node["kind"]) {
+      const auto kind = parse_device_kind(text("kind"));
+      if (!kind) file_.fail(node["kind"], field + ".kind", "expected cpu, gpu or tpu");
+      if (preset && *kind != preset->kind) {
+        file_.fail(
+            node["kind"], field + ".kind",
+            "preset " + preset->name + " is a " + std::string(device_kind_name(preset->kind)));
+      }
+      device.kind = *kind;
+    } else if (!preset) {
+      file_.fail(node, field, "give 'kind' (cpu, gpu or tpu) or a 'preset'");
+    }
+    if (!preset && !node["figures"]) {
+      file_.fail(node, field, "give a 'preset' or the device's 'figures'");
+    }
+
+    if (!node["host"]) file_.fail(node, field + ".host", "missing: every device sits in a host");
+    device.host = text("host");
+    if (!find_host(device.host)) {
+      file_.fail(node["host"], field + ".host",
+                 "unknown host '" + device.host + "' (hosts: " + host_names() + ")");
+    }
+
+    device.backend = device.kind == DeviceKind::kCpu ? BackendKind::kCpu : BackendKind::kNone;
+    if (node["backend"]) {
+      const auto backend = parse_backend(text("backend"));
+      if (!backend) {
+        file_.fail(node["backend"], field + ".backend", "expected cpu, cuda, pjrt or none");
+      }
+      device.backend = *backend;
+    }
+    const YAML::Node backend_node = node["backend"] ? node["backend"] : node;
+    if (device.backend == BackendKind::kCpu && device.kind != DeviceKind::kCpu) {
+      file_.fail(backend_node, field + ".backend", "the cpu backend runs CPU devices only");
+    }
+    if (device.backend == BackendKind::kCuda && device.kind != DeviceKind::kGpu) {
+      file_.fail(backend_node, field + ".backend", "the cuda backend runs GPU devices only");
+    }
+    device.plugin = text("plugin");
+    if (device.backend == BackendKind::kPjrt && device.plugin.empty()) {
+      file_.fail(backend_node, field + ".plugin", "the pjrt backend needs a 'plugin' path");
+    }
+    if (device.backend != BackendKind::kPjrt && !device.plugin.empty()) {
+      file_.fail(node["plugin"], field + ".plugin", "only the pjrt backend takes a plugin");
+    }
+
+    if (node["cores"]) {
+      if (device.kind != DeviceKind::kCpu) {
+        file_.fail(node["cores"], field + ".cores", "only CPU devices take 'cores'");
+      }
+      device.cores = file_.integer(node["cores"], field + ".cores", 1, 65536);
+    }
+    if (preset) device.figures = preset_figures(*preset, device.cores);
+    if (node["profile"]) apply_profile_of(node["profile"], field + ".profile", device);
+    if (node["figures"]) {
+      file_.expect_map(node["figures"], field + ".figures");
+      file_.check_keys(node["figures"], field + ".figures", device_figure_keys());
+      read_device_figures(file_, node["figures"], field + ".figures", nullptr, device.figures);
+    }
+
+    std::string host_link = preset ? preset->host_link : "";
+    if (node["host_link"]) {
+      host_link = text("host_link");
+      if (!presets_.find_link(host_link)) {
+        file_.fail(
+            node["host_link"], field + ".host_link",
+            "unknown link preset '" + host_link + "' (known: " + presets_.link_names() + ")");
+      }
+    }
+
+    int count = 1;
+    if (node["count"]) count = file_.integer(node["count"], field + ".count", 1, 100000);
+    for (int n = 0; n < count; ++n) {
+      DeviceSpec copy = device;
+      copy.id = node["count"] ? id + std::to_string(n) : id;
+      claim_id(copy.id, node["id"], field + ".id");
+      cluster_.devices.push_back(std::move(copy));
+      host_links_.push_back(host_link);
+      device_fields_.push_back(field);
+    }
+  }
+
+  void apply_profile_of(const YAML::Node& node, const std::string& field, DeviceSpec& device) {
+    const std::string named = file_.scalar(node, field);
+    const std::filesystem::path base = std::filesystem::path(file_.path()).parent_path();
+    device.profile = std::filesystem::path(named).is_absolute() ? named : (base / named).string();
+    CalibrationProfile profile;
+    try {
+      profile = read_profile(device.profile);
+    } catch (const InputError& e) {
+      file_.fail(node, field, e.subject() + ": " + e.what());
+    }
+    if (profile.kind != device.kind) {
+      file_.fail(node, field,
+                 "the profile measured a " + std::string(device_kind_name(profile.kind)) +
+                     ", not a " + std::string(device_kind_name(device.kind)));
+    }
+    apply_profile(device.figures, profile, device.profile);
+  }
+
+  std::string host_names() const {
+    std::string names;
+    for (const HostSpec& host : cluster_.hosts) names += (names.empty() ? "" : ", ") + host.id;
+    return names;
+  }
+
+  // What an endpoint id names: a device index, or -1 - host index; nullopt when unknown.
+  std::optional<int> endpoint(const std::string& id) const {
+    const int device = cluster_.device_index(id);
+    if (device >= 0) return device;
+    for (size_t h = 0; h < cluster_.hosts.size(); ++h) {
+      if (cluster_.hosts[h].id == id) return -1 - static_cast<int>(h);
+    }
+    return std::nullopt;
+  }
+
+  void read_links(const YAML::Node& links) {
+    file_.expect_sequence(links, "links");
+    for (size_t i = 0; i < links.size(); ++i) {
+      const YAML::Node& node = links[i];
+      const std::string field = "links[" + std::to_string(i) + "]";
+      file_.expect_map(node, field);
+      file_.check_keys(node, field,
+                       {"from", "to", "between", "preset", "kind", "bandwidth", "bandwidth_forward",
+                        "bandwidth_backward", "latency"});
+      const auto [link, kind_given] = read_link(node, field);
+      if (node["between"]) {
+        const YAML::Node& ids = node["between"];
+        if (node["from"] || node["to"]) {
+          file_.fail(node, field, "give either 'from' and 'to', or 'between'");
+        }
+        file_.expect_sequence(ids, field + ".between");
+        if (ids.size() < 2) file_.fail(ids, field + ".between", "list two ids or more");
+        for (size_t a = 0; a < ids.size(); ++a) {
+          for (size_t b = a + 1; b < ids.size(); ++b) {
+            add_link(link, kind_given, ids[a], ids[b], field + ".between");
+          }
+        }
+      } else {
+        if (!node["from"] || !node["to"]) {
+          file_.fail(node, field, "give 'from' and 'to' (or 'between')");
+        }
+        add_link(link, kind_given, node["from"], node["to"], field);
+      }
+    }
+  }
+
+  // The link's figures, and its kind with whether the file gave one (a preset counts); the
+  // endpoints are set by add_link.
+  std::pair<LinkSpec, bool> read_link(const YAML::Node& node, const std::string& field) {
+    LinkSpec link;
+    link.line = YamlFile::line(node);
+    bool kind_known = false;
+    if (node["preset"]) {
+      const std::string name = file_.scalar(node["preset"], field + ".preset");
+      const LinkPreset* preset = presets_.find_link(name);
+      if (!preset) {
+        file_.fail(node["preset"], field + ".preset",
+                   "unknown link preset '" + name + "' (known: " + presets_.link_names() + ")");
+      }
+      link = link_from_preset(*preset);
+      link.line = YamlFile::line(node);
+      kind_known = true;
+    }
+    if (node["kind"]) {
+      const auto kind = parse_link_kind(file_.scalar(node["kind"], field + ".kind"));
+      if (!kind) {
+        file_.fail(node["kind"], field + ".kind",
+                   "expected pcie, nvlink, ici, network or host-memory");
+      }
+      if (kind_known && *kind != link.kind) {
+        file_.fail(
+            node["kind"], field + ".kind",
+            "preset " + link.preset + " is a " + std::string(link_kind_name(link.kind)) + " link");
+      }
+      link.kind = *kind;
+      kind_known = true;
+    }
+    if (node["bandwidth"]) {
+      if (node["bandwidth_forward"] || node["bandwidth_backward"]) {
+        file_.fail(node, field, "give 'bandwidth' (both ways) or the directional ones, not both");
+      }
+      link.bandwidth_forward = read_figure(file_, node["bandwidth"], field + ".bandwidth",
+                                           Quantity::kBandwidth, nullptr);
+      link.bandwidth_backward = link.bandwidth_forward;
+    }
+    if (node["bandwidth_forward"]) {
+      link.bandwidth_forward =
+          read_figure(file_, node["bandwidth_forward"], field + ".bandwidth_forward",
+                      Quantity::kBandwidth, nullptr);
+    }
+    if (node["bandwidth_backward"]) {
+      link.bandwidth_backward =
+          read_figure(file_, node["bandwidth_backward"], field + ".bandwidth_backward",
+                      Quantity::kBandwidth, nullptr);
+    }
+    if (!link.bandwidth_forward.known() || !link.bandwidth_backward.known()) {
+      file_.fail(node, field, "give a 'preset' or the 'bandwidth' each way");
+    }
+    if (node["latency"]) {
+      link.latency =
+          read_figure(file_, node["latency"], field + ".latency", Quantity::kSeconds, nullptr);
+    }
+    return {link, kind_known};
+  }
+
+  void add_link(LinkSpec link, bool kind_given, const YAML::Node& from_node,
+                const YAML::Node& to_node, const std::string& field) {
+    link.from = file_.scalar(from_node, field + ".from");
+    link.to = file_.scalar(to_node, field + ".to");
+    const auto from = endpoint(link.from);
+    if (!from) file_.fail(from_node, field, "unknown device or host '" + link.from + "'");
+    const auto to = endpoint(link.to);
+    if (!to) file_.fail(to_node, field, "unknown device or host '" + link.to + "'");
+    if (*from == *to) file_.fail(to_node, field, "a link joins two different endpoints");
+    const auto pair = std::minmax(link.from, link.to);
+    const auto [existing, added] = linked_pairs_.emplace(pair, link.line);
+    if (!added) {
+      file_.fail(to_node, field,
+                 "a second link between " + link.from + " and " + link.to + " (first at line " +
+                     std::to_string(existing->second) + ")");
+    }
+
+    const DeviceSpec* from_device = *from >= 0 ? &cluster_.devices[*from] : nullptr;
+    const DeviceSpec* to_device = *to >= 0 ? &cluster_.devices[*to] : nullptr;
+    // A device's link to a host is its link to its own host.
+    for (auto [device, host] : {std::pair{from_device, link.to}, std::pair{to_device, link.from}}) {
+      if (device && !(from_device && to_device) && device->host != host) {
+        file_.fail(to_node, field,
+                   device->id + " sits in host " + device->host + ", not in " + host);
+      }
+    }
+    if (!kind_given) {
+      if (!from_device && !to_device) {
+        link.kind = LinkKind::kNetwork;
+      } else if (from_device && to_device) {
+        file_.fail(to_node, field, "give the 'kind' of a link between two devices");
+      } else {
+        const DeviceSpec* device = from_device ? from_device : to_device;
+        link.kind = device->kind == DeviceKind::kCpu ? LinkKind::kHostMemory : LinkKind::kPcie;
+      }
+    }
+    check_link_kind(link, from_device, to_device, to_node, field);
+    cluster_.links.push_back(std::move(link));
+  }
+
+  void check_link_kind(const LinkSpec& link, const DeviceSpec* from, const DeviceSpec* to,
+                       const YAML::Node& node, const std::string& field) const {
+    const bool hosts = !from && !to;
+    const bool devices = from && to;
+    auto both = [&](DeviceKind kind) { return devices && from->kind == kind && to->kind == kind; };
+    std::string problem;
+    switch (link.kind) {
+      case LinkKind::kNetwork:
+        if (!hosts) problem = "a network link joins two hosts";
+        break;
+      case LinkKind::kNvlink:
+        if (!both(DeviceKind::kGpu)) problem = "an nvlink link joins two GPUs";
+        break;
+      case LinkKind::kIci:
+        if (!both(DeviceKind::kTpu)) problem = "an ici link joins two TPUs";
+        break;
+      case LinkKind::kPcie:
+        if (hosts) problem = "a pcie link joins a device to its host or to another device";
+        break;
+      case LinkKind::kHostMemory:
+        if (devices || hosts || (from ? from : to)->kind != DeviceKind::kCpu) {
+          problem = "a host-memory link joins a CPU device to its host";
+        }
+        break;
+    }
+    if (!problem.empty()) file_.fail(node, field, problem);
+  }
+
+  void add_implicit_links() {
+    std::set<std::string> linked_to_host;
+    for (const LinkSpec& link : cluster_.links) {
+      const int from = cluster_.device_index(link.from), to = cluster_.device_index(link.to);
+      if (from >= 0 && to < 0) linked_to_host.insert(link.from);
+      if (to >= 0 && from < 0) linked_to_host.insert(link.to);
+    }
+    const size_t devices = cluster_.devices.size();
+    for (size_t d = 0; d < devices; ++d) {
+      const DeviceSpec device = cluster_.devices[d];
+      if (linked_to_host.count(device.id)) continue;
+      const std::string problem = add_implicit_host_link(cluster_, device, host_links_[d]);
+      if (!problem.empty()) file_.fail_at(device.line, device_fields_[d], problem);
+    }
+  }
+
+  void check_paths() const {
+    const auto [from, to] = first_unconnected_pair(cluster_);
+    if (from < 0) return;
+    const DeviceSpec& a = cluster_.devices[from];
+    const DeviceSpec& b = cluster_.devices[to];
+    file_.fail_at(b.line, "links",
+                  "no path between " + a.id + " (host " + a.host + ") and " + b.id + " (host " +
+                      b.host + "): add a network link between their hosts");
+  }
+
+  const YamlFile& file_;
+  const PresetLibrary& presets_;
+  Cluster cluster_;
+  std::map<std::string, int, std::less<>> ids_;  // id -> line
+  std::map<std::pair<std::string, std::string>, int> linked_pairs_;
+  std::vector<std::string> host_links_;     // per device: its host-link preset, if any
+  std::vector<std::string> device_fields_;  // per device: "devices[i]"
+};
+
+}  // namespace
+
+Cluster load_cluster(const std::string& path) {
+  const YamlFile file(path);
+  try {
+    return ClusterReader(file).read();
+  } catch (const YAML::Exception& e) {
+    // A shape of YAML the reader did not expect: still the file's fault, never a crash.
+    file.fail_at(e.mark.is_null() ? 0 : e.mark.line + 1, "", e.msg);
+  }
+}
+
+Cluster local_cluster(const std::string& profile_path) {
+  const PresetLibrary& presets = PresetLibrary::instance();
+  const char* preset_name = "cpu-generic-avx2";
+  const DevicePreset* preset = presets.find_device(preset_name);
+  if (!preset) {
+    throw InputError(presets_directory(), std::string("no preset ") + preset_name);
+  }
+  Cluster cluster;
+  cluster.hosts.push_back({"local", 0});
+  DeviceSpec cpu;
+  cpu.id = "cpu0";
+  cpu.kind = DeviceKind::kCpu;
+  cpu.preset = preset_name;
+  cpu.host = "local";
+  cpu.backend = BackendKind::kCpu;
+  cpu.figures = preset_figures(*preset, 0);
+  const long pages = sysconf(_SC_PHYS_PAGES), page_bytes = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page_bytes > 0) {
+    cpu.figures.memory_bytes = {static_cast<double>(pages) * static_cast<double>(page_bytes),
+                                "this machine's physical memory (sysconf)", ""};
+  }
+  if (!profile_path.empty()) {
+    const CalibrationProfile profile = read_profile(profile_path);
+    if (profile.kind != DeviceKind::kCpu) {
+      throw InputError(profile_path, "the profile measured a " +
+                                         std::string(device_kind_name(profile.kind)) +
+                                         ", not this machine's CPU");
+    }
+    apply_profile(cpu.figures, profile, profile_path);
+    cpu.profile = profile_path;
+  }
+  cluster.devices.push_back(cpu);
+  const std::string problem = add_implicit_host_link(cluster, cluster.devices.back(), "");
+  if (!problem.empty()) throw InputError(presets_directory(), preset_name + (": " + problem));
+  return cluster;
+}
+
+}  // namespace tandem

@@ -1,0 +1,68 @@
+#include "devices/cluster_json.h"
+
+namespace tandem {
+namespace {
+
+nlohmann::json precisions_json(const std::array<Figure, kPrecisionCount>& peaks) {
+  nlohmann::json json = nlohmann::json::object();
+  for (size_t p = 0; p < kPrecisionCount; ++p) {
+    if (peaks[p].known()) {
+      json[std::string(precision_name(static_cast<Precision>(p)))] = figure_json(peaks[p]);
+    }
+  }
+  return json;
+}
+
+nlohmann::json figures_json(const DeviceFigures& figures) {
+  nlohmann::json tile = {{"value", figures.matrix_tile}};
+  if (!figures.matrix_tile_source.empty()) tile["source"] = figures.matrix_tile_source;
+  return {{"matrix_flops", precisions_json(figures.matrix_flops)},
+          {"vector_flops", precisions_json(figures.vector_flops)},
+          {"memory_bytes", figure_json(figures.memory_bytes)},
+          {"memory_bandwidth", figure_json(figures.memory_bandwidth)},
+          {"launch_overhead", figure_json(figures.launch_overhead)},
+          {"step_overhead", figure_json(figures.step_overhead)},
+          {"price_per_hour", figure_json(figures.price_per_hour)},
+          {"matrix_tile", tile}};
+}
+
+}  // namespace
+
+nlohmann::json figure_json(const Figure& figure) {
+  if (!figure.known()) return nullptr;
+  nlohmann::json json = {{"value", figure.value}, {"source", figure.source}};
+  if (!figure.note.empty()) json["note"] = figure.note;
+  return json;
+}
+
+nlohmann::json cluster_json(const Cluster& cluster) {
+  nlohmann::json hosts = nlohmann::json::array();
+  for (const HostSpec& host : cluster.hosts) hosts.push_back(host.id);
+  nlohmann::json devices = nlohmann::json::array();
+  for (const DeviceSpec& device : cluster.devices) {
+    nlohmann::json json = {{"id", device.id},         {"kind", device_kind_name(device.kind)},
+                           {"host", device.host},     {"backend", backend_name(device.backend)},
+                           {"preset", device.preset}, {"figures", figures_json(device.figures)}};
+    if (!device.plugin.empty()) json["plugin"] = device.plugin;
+    if (!device.profile.empty()) json["profile"] = device.profile;
+    if (device.kind == DeviceKind::kCpu) json["cores"] = device.cores;
+    devices.push_back(std::move(json));
+  }
+  nlohmann::json links = nlohmann::json::array();
+  for (const LinkSpec& link : cluster.links) {
+    links.push_back({{"from", link.from},
+                     {"to", link.to},
+                     {"kind", link_kind_name(link.kind)},
+                     {"preset", link.preset},
+                     {"implicit", link.implicit},
+                     {"bandwidth_forward", figure_json(link.bandwidth_forward)},
+                     {"bandwidth_backward", figure_json(link.bandwidth_backward)},
+                     {"latency", figure_json(link.latency)}});
+  }
+  return {{"cluster", cluster.file.empty() ? "built-in: this machine" : cluster.file},
+          {"hosts", hosts},
+          {"devices", devices},
+          {"links", links}};
+}
+
+}  // namespace tandem

@@ -1,0 +1,376 @@
+#include "devices/profile.h"
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <variant>
+
+#include "ir/error.h"
+
+namespace tandem {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kFormat = "tandem-profile";
+constexpr int kVersion = 1;
+
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", value);
+  return text;
+}
+
+// FNV-1a: stable across runs and machines, unlike std::hash.
+uint64_t fnv1a(const void* data, size_t size, uint64_t hash = 14695981039346656037ull) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < size; ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
+  return hash;
+}
+
+std::string type_signature(const TensorType& type) {
+  return std::string(dtype_name(type.dtype)) + "[" + shape_str(type.shape) + "]";
+}
+
+template <typename T>
+std::string list_signature(const std::vector<T>& items) {
+  std::string text = "[";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) text += ",";
+    if constexpr (std::is_same_v<T, std::string>) {
+      text += items[i];
+    } else {
+      text += number(static_cast<double>(items[i]));
+    }
+  }
+  return text + "]";
+}
+
+std::string graph_signature(const Graph& graph) {
+  std::string nodes;
+  for (const Node& node : graph.nodes) nodes += op_signature(node, graph) + ";";
+  char text[32];
+  std::snprintf(text, sizeof text, "graph#%016llx",
+                static_cast<unsigned long long>(fnv1a(nodes.data(), nodes.size())));
+  return text;
+}
+
+std::string attribute_signature(const Attribute& attribute) {
+  return std::visit(
+      [](const auto& item) -> std::string {
+        using T = std::decay_t<decltype(item)>;
+        if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, float>) {
+          return number(static_cast<double>(item));
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          return item;
+        } else if constexpr (std::is_same_v<T, Tensor>) {
+          char hash[24];
+          std::snprintf(hash, sizeof hash, "#%016llx",
+                        static_cast<unsigned long long>(fnv1a(item.raw(), item.nbytes())));
+          return type_signature({item.dtype(), item.shape()}) + hash;
+        } else if constexpr (std::is_same_v<T, std::shared_ptr<Graph>>) {
+          return item ? graph_signature(*item) : "graph#none";
+        } else {
+          return list_signature(item);
+        }
+      },
+      attribute);
+}
+
+// Reads one profile file, naming the field of anything it rejects.
+class ProfileReader {
+ public:
+  explicit ProfileReader(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+    throw InputError(path_, "field '" + field + "': " + what);
+  }
+
+  const json& member(const json& object, const std::string& key, const std::string& field) const {
+    auto found = object.find(key);
+    if (found == object.end()) fail(field, "missing");
+    return *found;
+  }
+
+  double number_at(const json& object, const std::string& key, const std::string& field,
+                   bool positive) const {
+    const json& item = member(object, key, field);
+    if (!item.is_number()) fail(field, "expected a number, got " + item.dump());
+    const double value = item.get<double>();
+    if (!std::isfinite(value) || value < 0 || (positive && value == 0)) {
+      fail(field, std::string("must be ") + (positive ? "positive" : "zero or positive") +
+                      ", got " + item.dump());
+    }
+    return value;
+  }
+
+  int64_t integer_at(const json& object, const std::string& key, const std::string& field,
+                     int64_t minimum) const {
+    const json& item = member(object, key, field);
+    if (!item.is_number_integer() || item.get<int64_t>() < minimum) {
+      fail(field, "expected an integer >= " + std::to_string(minimum) + ", got " + item.dump());
+    }
+    return item.get<int64_t>();
+  }
+
+  std::string string_at(const json& object, const std::string& key,
+                        const std::string& field) const {
+    const json& item = member(object, key, field);
+    if (!item.is_string()) fail(field, "expected a string, got " + item.dump());
+    return item.get<std::string>();
+  }
+
+  const json& object_at(const json& object, const std::string& key,
+                        const std::string& field) const {
+    const json& item = member(object, key, field);
+    if (!item.is_object()) fail(field, "expected an object");
+    return item;
+  }
+
+  const json& array_at(const json& object, const std::string& key, const std::string& field) const {
+    const json& item = member(object, key, field);
+    if (!item.is_array()) fail(field, "expected an array");
+    return item;
+  }
+
+  // Absent figures stay unknown; a present one needs a source when it is known.
+  Figure figure_at(const json& object, const std::string& key, const std::string& field) const {
+    Figure figure;
+    if (!object.contains(key)) return figure;
+    const json& item = object_at(object, key, field);
+    figure.value = number_at(item, "value", field + ".value", false);
+    figure.source = string_at(item, "source", field + ".source");
+    if (figure.known() && figure.source.empty()) fail(field + ".source", "empty");
+    if (item.contains("note")) figure.note = string_at(item, "note", field + ".note");
+    return figure;
+  }
+
+  CalibrationProfile read(const json& root) const {
+    if (!root.is_object()) fail("(top level)", "expected an object");
+    if (string_at(root, "format", "format") != kFormat) {
+      fail("format", "expected \"" + std::string(kFormat) + "\"");
+    }
+    CalibrationProfile profile;
+    profile.version = static_cast<int>(integer_at(root, "version", "version", 0));
+    if (profile.version != kVersion) {
+      fail("version", "version " + std::to_string(profile.version) +
+                          " is not supported (this tandem reads version " +
+                          std::to_string(kVersion) + ")");
+    }
+    profile.device_name = string_at(root, "device_name", "device_name");
+    profile.kind = device_kind(string_at(root, "kind", "kind"));
+    profile.threads = static_cast<int>(integer_at(root, "threads", "threads", 0));
+
+    const json& figures = object_at(root, "figures", "figures");
+    for (const char* group : {"matrix_flops", "vector_flops"}) {
+      const std::string field = std::string("figures.") + group;
+      const json& per_precision = object_at(figures, group, field);
+      auto& target = std::string(group) == "matrix_flops" ? profile.figures.matrix_flops
+                                                          : profile.figures.vector_flops;
+      for (size_t p = 0; p < kPrecisionCount; ++p) {
+        target[p] = figure_at(per_precision, std::string(precision_name(static_cast<Precision>(p))),
+                              field + "." + std::string(precision_name(static_cast<Precision>(p))));
+      }
+    }
+    profile.figures.memory_bytes = figure_at(figures, "memory_bytes", "figures.memory_bytes");
+    profile.figures.memory_bandwidth =
+        figure_at(figures, "memory_bandwidth", "figures.memory_bandwidth");
+    profile.figures.launch_overhead =
+        figure_at(figures, "launch_overhead", "figures.launch_overhead");
+    profile.figures.step_overhead = figure_at(figures, "step_overhead", "figures.step_overhead");
+    profile.figures.price_per_hour = figure_at(figures, "price_per_hour", "figures.price_per_hour");
+    profile.figures.matrix_tile =
+        static_cast<int>(integer_at(figures, "matrix_tile", "figures.matrix_tile", 1));
+    if (figures.contains("matrix_tile_source")) {
+      profile.figures.matrix_tile_source =
+          string_at(figures, "matrix_tile_source", "figures.matrix_tile_source");
+    }
+    profile.host_link_bandwidth = figure_at(root, "host_link_bandwidth", "host_link_bandwidth");
+
+    const json& curve = array_at(root, "gemm_curve", "gemm_curve");
+    for (size_t i = 0; i < curve.size(); ++i) {
+      const std::string field = "gemm_curve[" + std::to_string(i) + "]";
+      if (!curve[i].is_object()) fail(field, "expected an object");
+      CalibrationProfile::GemmPoint point;
+      point.m = integer_at(curve[i], "m", field + ".m", 1);
+      point.n = integer_at(curve[i], "n", field + ".n", 1);
+      point.k = integer_at(curve[i], "k", field + ".k", 1);
+      point.seconds = number_at(curve[i], "seconds", field + ".seconds", true);
+      profile.gemm_curve.push_back(point);
+    }
+
+    if (root.contains("bandwidth_curve")) {
+      const json& bandwidth = array_at(root, "bandwidth_curve", "bandwidth_curve");
+      for (size_t i = 0; i < bandwidth.size(); ++i) {
+        const std::string field = "bandwidth_curve[" + std::to_string(i) + "]";
+        if (!bandwidth[i].is_object()) fail(field, "expected an object");
+        profile.bandwidth_curve.push_back(
+            {number_at(bandwidth[i], "bytes", field + ".bytes", true),
+             number_at(bandwidth[i], "seconds", field + ".seconds", true)});
+      }
+    }
+
+    const json& op_seconds = object_at(root, "op_seconds", "op_seconds");
+    for (const auto& [signature, seconds] : op_seconds.items()) {
+      profile.op_seconds[signature] =
+          number_at(op_seconds, signature, "op_seconds[\"" + signature + "\"]", true);
+    }
+
+    if (root.contains("measurements")) {
+      const json& measurements = array_at(root, "measurements", "measurements");
+      for (size_t i = 0; i < measurements.size(); ++i) {
+        const std::string field = "measurements[" + std::to_string(i) + "]";
+        if (!measurements[i].is_object()) fail(field, "expected an object");
+        profile.measurements.push_back(
+            {string_at(measurements[i], "name", field + ".name"),
+             number_at(measurements[i], "value", field + ".value", false),
+             string_at(measurements[i], "unit", field + ".unit"),
+             string_at(measurements[i], "method", field + ".method")});
+      }
+    }
+    return profile;
+  }
+
+ private:
+  DeviceKind device_kind(const std::string& name) const {
+    if (name == "cpu") return DeviceKind::kCpu;
+    if (name == "gpu") return DeviceKind::kGpu;
+    if (name == "tpu") return DeviceKind::kTpu;
+    fail("kind", "expected cpu, gpu or tpu, got \"" + name + "\"");
+  }
+
+  std::string path_;
+};
+
+const char* kind_name(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::kCpu: return "cpu";
+    case DeviceKind::kGpu: return "gpu";
+    case DeviceKind::kTpu: return "tpu";
+  }
+  return "cpu";
+}
+
+json figure_json(const Figure& figure) {
+  json item = {{"value", figure.value}, {"source", figure.source}};
+  if (!figure.note.empty()) item["note"] = figure.note;
+  return item;
+}
+
+// Line and column of a byte offset, for parse errors.
+std::string position(const std::string& text, size_t offset) {
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return "line " + std::to_string(line) + ", column " + std::to_string(column);
+}
+
+}  // namespace
+
+std::string op_signature(const Node& node, const Graph& graph) {
+  std::string text = node.domain.empty() ? node.op_type : node.domain + "." + node.op_type;
+  const auto value_list = [&](const std::vector<int>& ids) {
+    std::string list = "(";
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (i) list += ",";
+      list += ids[i] < 0 ? "-" : type_signature(graph.values[ids[i]].type);
+    }
+    return list + ")";
+  };
+  // Outputs follow from inputs, attributes and constant inputs (a Slice's starts): listing
+  // them tells apart ops whose constant inputs differ.
+  text += value_list(node.inputs) + "->" + value_list(node.outputs);
+  text += "{";
+  bool first = true;
+  for (const auto& [name, attribute] : node.attributes) {
+    text += (first ? "" : ",") + name + "=" + attribute_signature(attribute);
+    first = false;
+  }
+  return text + "}";
+}
+
+CalibrationProfile read_profile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw InputError(path, "cannot open the profile");
+  std::stringstream buffer;
+  buffer << file.rdbuf();
+  const std::string text = buffer.str();
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw InputError(path, "not valid JSON at " + position(text, e.byte == 0 ? 0 : e.byte - 1) +
+                               " (a calibration profile is written by `tandem calibrate`)");
+  }
+  return ProfileReader(path).read(root);
+}
+
+void write_profile(const std::string& path, const CalibrationProfile& profile) {
+  json figures;
+  for (const char* group : {"matrix_flops", "vector_flops"}) {
+    const auto& source = std::string(group) == "matrix_flops" ? profile.figures.matrix_flops
+                                                              : profile.figures.vector_flops;
+    json per_precision = json::object();
+    for (size_t p = 0; p < kPrecisionCount; ++p) {
+      if (source[p].known())
+        per_precision[std::string(precision_name(static_cast<Precision>(p)))] =
+            figure_json(source[p]);
+    }
+    figures[group] = per_precision;
+  }
+  const std::pair<const char*, const Figure*> scalars[] = {
+      {"memory_bytes", &profile.figures.memory_bytes},
+      {"memory_bandwidth", &profile.figures.memory_bandwidth},
+      {"launch_overhead", &profile.figures.launch_overhead},
+      {"step_overhead", &profile.figures.step_overhead},
+      {"price_per_hour", &profile.figures.price_per_hour}};
+  for (const auto& [name, figure] : scalars) {
+    if (figure->known()) figures[name] = figure_json(*figure);
+  }
+  figures["matrix_tile"] = profile.figures.matrix_tile;
+  if (!profile.figures.matrix_tile_source.empty()) {
+    figures["matrix_tile_source"] = profile.figures.matrix_tile_source;
+  }
+
+  json curve = json::array();
+  for (const auto& point : profile.gemm_curve) {
+    curve.push_back({{"m", point.m}, {"n", point.n}, {"k", point.k}, {"seconds", point.seconds}});
+  }
+  json bandwidth = json::array();
+  for (const auto& point : profile.bandwidth_curve) {
+    bandwidth.push_back({{"bytes", point.bytes}, {"seconds", point.seconds}});
+  }
+  json measurements = json::array();
+  for (const auto& row : profile.measurements) {
+    measurements.push_back(
+        {{"name", row.name}, {"value", row.value}, {"unit", row.unit}, {"method", row.method}});
+  }
+  json root = {{"format", kFormat},
+               {"version", profile.version},
+               {"device_name", profile.device_name},
+               {"kind", kind_name(profile.kind)},
+               {"threads", profile.threads},
+               {"figures", figures},
+               {"gemm_curve", curve},
+               {"bandwidth_curve", bandwidth},
+               {"op_seconds", profile.op_seconds},
+               {"measurements", measurements}};
+  if (profile.host_link_bandwidth.known()) {
+    root["host_link_bandwidth"] = figure_json(profile.host_link_bandwidth);
+  }
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  if (!file) throw InputError(path, "cannot write the profile");
+  file << root.dump(2) << "\n";
+  if (!file.flush()) throw InputError(path, "cannot write the profile");
+}
+
+}  // namespace tandem

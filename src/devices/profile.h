@@ -1,0 +1,55 @@
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "devices/cluster.h"
+#include "ir/graph.h"
+
+namespace tandem {
+
+// What `tandem calibrate` measured on one device: its figures, a GEMM efficiency curve, and
+// the time of individual ops by signature. A cluster file names it with `profile:`; measured
+// figures and op times take precedence over presets and the roofline (history-based, as
+// StarPU does).
+struct CalibrationProfile {
+  int version = 1;
+  std::string device_name;  // e.g. "cpu: Intel Xeon ..., 2 threads"
+  DeviceKind kind = DeviceKind::kCpu;
+  int threads = 0;
+  DeviceFigures figures;  // sources read "calibration <file>"
+  struct GemmPoint {
+    int64_t m = 0, n = 0, k = 0;
+    double seconds = 0;
+  };
+  std::vector<GemmPoint> gemm_curve;  // square and skinny shapes, small to large
+  // Elementwise traffic from in-cache to beyond the caches: an fp32 Add's bytes (read +
+  // written, as the IR counts them) and its time. memory_bandwidth is the largest point's rate.
+  struct BandwidthPoint {
+    double bytes = 0;
+    double seconds = 0;
+  };
+  std::vector<BandwidthPoint> bandwidth_curve;  // ascending bytes
+  std::map<std::string, double> op_seconds;     // op_signature -> median seconds per call
+  // Copies between host memory and the device. A CPU has no device copy: this is host
+  // memcpy bandwidth, the figure a host-to-host-memory link gets.
+  Figure host_link_bandwidth;
+  // Everything measured, as `tandem calibrate` prints it: conv shapes, in-cache rates...
+  struct Measurement {
+    std::string name;  // "gemm 1024x1024x1024", "elementwise bandwidth 48 KiB"
+    double value = 0;
+    std::string unit;    // "FLOP/s", "B/s", "s"
+    std::string method;  // how it was measured
+  };
+  std::vector<Measurement> measurements;
+};
+
+// A key that identifies an op's work exactly: op type, input and output dtypes and shapes,
+// attributes (tensors by content hash, subgraphs by their ops).
+std::string op_signature(const Node& node, const Graph& graph);
+
+// JSON files, versioned; read_profile throws InputError (subject: the file) on bad input.
+CalibrationProfile read_profile(const std::string& path);
+void write_profile(const std::string& path, const CalibrationProfile& profile);
+
+}  // namespace tandem

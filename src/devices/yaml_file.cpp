@@ -1,0 +1,103 @@
+#include "devices/yaml_file.h"
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <vector>
+
+#include "ir/error.h"
+
+namespace tandem {
+namespace {
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+YamlFile::YamlFile(std::string path) : path_(std::move(path)) {
+  if (!std::filesystem::is_regular_file(path_)) throw InputError(path_, "no such file");
+  try {
+    root_ = YAML::LoadFile(path_);
+  } catch (const YAML::Exception& e) {
+    const std::string where =
+        e.mark.is_null() ? "" : "line " + std::to_string(e.mark.line + 1) + ": ";
+    throw InputError(path_, where + "not valid YAML: " + e.msg);
+  }
+}
+
+int YamlFile::line(const YAML::Node& node) {
+  if (!node.IsDefined()) return 0;
+  const YAML::Mark mark = node.Mark();
+  return mark.is_null() ? 0 : mark.line + 1;
+}
+
+void YamlFile::fail(const YAML::Node& node, const std::string& field,
+                    const std::string& what) const {
+  fail_at(line(node), field, what);
+}
+
+void YamlFile::fail_at(int line, const std::string& field, const std::string& what) const {
+  std::string message = line > 0 ? "line " + std::to_string(line) + ": " : "";
+  message += field.empty() ? what : field + ": " + what;
+  throw InputError(path_, message);
+}
+
+void YamlFile::check_keys(const YAML::Node& map, const std::string& field,
+                          const std::vector<std::string_view>& allowed) const {
+  for (const auto& entry : map) {
+    const std::string key = entry.first.Scalar();
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    std::string_view closest;
+    size_t best = 3;  // suggest only near misses
+    for (std::string_view candidate : allowed) {
+      const size_t distance = edit_distance(key, candidate);
+      if (distance < best) best = distance, closest = candidate;
+    }
+    std::string what = "unknown key '" + key + "'";
+    what += closest.empty() ? "" : " (did you mean '" + std::string(closest) + "'?)";
+    fail(entry.first, field.empty() ? key : field + "." + key, what);
+  }
+}
+
+void YamlFile::expect_map(const YAML::Node& node, const std::string& field) const {
+  if (!node.IsMap()) fail(node, field, "expected a mapping of keys to values");
+}
+
+void YamlFile::expect_sequence(const YAML::Node& node, const std::string& field) const {
+  if (!node.IsSequence()) fail(node, field, "expected a list");
+}
+
+std::string YamlFile::scalar(const YAML::Node& node, const std::string& field) const {
+  if (!node.IsScalar()) fail(node, field, "expected a single value");
+  return node.Scalar();
+}
+
+int YamlFile::integer(const YAML::Node& node, const std::string& field, int min, int max) const {
+  const std::string text = scalar(node, field);
+  int value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) {
+    fail(node, field, "'" + text + "' is not an integer");
+  }
+  if (value < min || value > max) {
+    fail(node, field,
+         std::to_string(value) + " is out of range [" + std::to_string(min) + ", " +
+             std::to_string(max) + "]");
+  }
+  return value;
+}
+
+}  // namespace tandem

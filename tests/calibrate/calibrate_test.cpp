@@ -1,0 +1,93 @@
+#include "calibrate/calibrate.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "backends/cpu/cpu_device.h"
+#include "calibrate/microbench.h"
+#include "calibrate/op_history.h"
+#include "ir/infer.h"
+
+namespace tandem::calibrate {
+namespace {
+
+constexpr size_t kFp32 = static_cast<size_t>(Precision::kFp32);
+
+TEST(Calibrate, QuickGivesPlausibleFiguresInSeconds) {
+  CalibrationOptions options;
+  options.quick = true;
+  options.profile_path = "quick.json";
+  int progress_lines = 0;
+  options.progress = [&](const CalibrationProfile::Measurement&) { ++progress_lines; };
+  const auto start = std::chrono::steady_clock::now();
+  const CalibrationProfile profile = calibrate_cpu(options);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 20.0);
+
+  EXPECT_GT(profile.figures.matrix_flops[kFp32].value, 1e9);  // > 1 GFLOP/s
+  EXPECT_GT(profile.figures.memory_bandwidth.value, 1e9);     // > 1 GB/s
+  EXPECT_GT(profile.figures.vector_flops[kFp32].value, 1e7);
+  EXPECT_GT(profile.figures.launch_overhead.value, 1e-9);
+  EXPECT_LT(profile.figures.launch_overhead.value, 1e-3);
+  EXPECT_GT(profile.host_link_bandwidth.value, 1e9);
+  EXPECT_GT(profile.figures.memory_bytes.value, 1e8);
+  EXPECT_EQ(profile.figures.matrix_flops[kFp32].source.rfind("calibration quick.json: ", 0), 0u)
+      << profile.figures.matrix_flops[kFp32].source;
+  EXPECT_GT(profile.threads, 0);
+  EXPECT_NE(profile.device_name.find("cpu: "), std::string::npos);
+
+  ASSERT_GE(profile.gemm_curve.size(), 4u);
+  // The peak is the best point of the curve.
+  double best = 0;
+  for (const auto& point : profile.gemm_curve) {
+    EXPECT_GT(point.seconds, 0) << point.m;
+    best = std::max(best, 2.0 * point.m * point.n * point.k / point.seconds);
+  }
+  EXPECT_DOUBLE_EQ(profile.figures.matrix_flops[kFp32].value, best);
+  // Memory bandwidth is the rate of the largest elementwise point.
+  ASSERT_GE(profile.bandwidth_curve.size(), 2u);
+  const auto& largest = profile.bandwidth_curve.back();
+  EXPECT_DOUBLE_EQ(profile.figures.memory_bandwidth.value, largest.bytes / largest.seconds);
+  EXPECT_GT(largest.bytes, profile.bandwidth_curve.front().bytes);
+  EXPECT_EQ(progress_lines, static_cast<int>(profile.measurements.size()));
+}
+
+TEST(OpHistory, RecordsEveryTopLevelSignature) {
+  Graph graph;
+  graph.opset = 17;
+  const int x = graph.add_value("x", {DType::kFloat32, {64}});
+  graph.inputs = {x};
+  int last = x;
+  for (const char* op : {"Relu", "Tanh", "Relu"}) {
+    Node node;
+    node.name = std::string(op) + std::to_string(graph.nodes.size());
+    node.op_type = op;
+    node.inputs = {last};
+    last = graph.add_value(node.name + "_out");
+    node.outputs = {last};
+    graph.nodes.push_back(std::move(node));
+  }
+  graph.outputs = {last};
+  infer_graph(graph);
+
+  cpu::CpuDevice device;
+  OpHistory history;
+  const std::vector<Tensor> inputs = {Tensor::zeros(DType::kFloat32, {64})};
+  history.record(graph, device, inputs, 3);
+  const auto medians = history.median_seconds();
+  ASSERT_EQ(medians.size(), 2u);  // the two Relu share a signature
+  EXPECT_EQ(medians.count(op_signature(graph.nodes[0], graph)), 1u);
+  EXPECT_EQ(medians.count(op_signature(graph.nodes[1], graph)), 1u);
+  for (const auto& [signature, seconds] : medians) EXPECT_GT(seconds, 0) << signature;
+}
+
+TEST(Median, OddAndEvenCounts) {
+  EXPECT_EQ(median({3, 1, 2}), 2);
+  EXPECT_EQ(median({4, 1, 3, 2}), 2.5);
+}
+
+}  // namespace
+}  // namespace tandem::calibrate
