@@ -1,5 +1,6 @@
 #include "calibrate/bench_graph.h"
 
+#include <memory>
 #include <random>
 
 #include "ir/infer.h"
@@ -95,6 +96,43 @@ Graph tiny_op_mix(int repeats) {
     x = graph.node("Reshape", {x, shape});
   }
   return graph.finish({x});
+}
+
+Graph weight_chain(int64_t size, int count) {
+  BenchGraph graph;
+  int x = graph.input({DType::kFloat32, {2, size}});
+  for (int i = 0; i < count; ++i) {
+    x = graph.node("MatMul", {x, graph.random_constant({DType::kFloat32, {size, size}})});
+  }
+  return graph.finish({x});
+}
+
+Graph view_chain(int count) {
+  BenchGraph graph;
+  int x = graph.input({DType::kFloat32, {4, 16}});
+  const int tall = graph.constant(int64s({16, 4}));
+  const int wide = graph.constant(int64s({4, 16}));
+  for (int i = 0; i < count; ++i) x = graph.node("Reshape", {x, i % 2 == 0 ? tall : wide});
+  return graph.finish({x});
+}
+
+Graph counting_loop(int64_t trips) {
+  const TensorType carried{DType::kFloat32, {4, 16}};
+  BenchGraph body;
+  body.input({DType::kInt64, {}});  // iteration number
+  const int condition = body.input({DType::kBool, {}});
+  const int x = body.input(carried);
+  const int bias = body.random_constant(carried);
+  const int condition_out = body.node("Identity", {condition});
+  const int next = body.node("Add", {x, bias});
+  auto body_graph = std::make_shared<Graph>(body.finish({condition_out, next}));
+
+  BenchGraph graph;
+  const int trip_count = graph.constant(Tensor::from_vector<int64_t>(DType::kInt64, {}, {trips}));
+  const int keep_going = graph.constant(Tensor::from_vector<uint8_t>(DType::kBool, {}, {1}));
+  const int initial = graph.input(carried);
+  return graph.finish(
+      {graph.node("Loop", {trip_count, keep_going, initial}, {{"body", body_graph}})});
 }
 
 }  // namespace tandem::calibrate

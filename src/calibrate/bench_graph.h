@@ -38,4 +38,15 @@ Graph single_op_graph(const std::string& op_type, const std::vector<OpInput>& in
 // times in a chain: what a node costs when its work is negligible.
 Graph tiny_op_mix(int repeats);
 
+// `count` MatMuls in a chain, each of a 2 x `size` tensor by its own `size` x `size` constant
+// weights: work bound by reading the weights.
+Graph weight_chain(int64_t size, int count);
+
+// `count` Reshapes of a 4x16 tensor in a chain, alternating 16x4 and 4x16: views only.
+Graph view_chain(int count);
+
+// A Loop of `trips` iterations (a constant trip count) carrying a 4x16 tensor through a body
+// of one Add of a constant and one Identity for the condition.
+Graph counting_loop(int64_t trips);
+
 }  // namespace tandem::calibrate

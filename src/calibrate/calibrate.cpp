@@ -1,5 +1,7 @@
 #include "calibrate/calibrate.h"
 
+#include <algorithm>
+
 #include "backends/cpu/cpu_device.h"
 #include "calibrate/bench_graph.h"
 #include "calibrate/host.h"
@@ -64,6 +66,12 @@ std::vector<int64_t> bandwidth_sizes(bool quick) {
           int64_t{1} << 20, int64_t{4} << 20,  int64_t{16} << 20};
 }
 
+// Weight chains: (edge of the square weights, MatMuls), from 1 MiB of weights per run to 64 MiB.
+std::vector<std::pair<int64_t, int>> weight_chains(bool quick) {
+  if (quick) return {{256, 4}, {512, 4}};
+  return {{256, 4}, {512, 4}, {1024, 4}, {1024, 8}, {1024, 16}};
+}
+
 Repetition repetition_for(const CalibrationOptions& options) {
   return options.quick ? Repetition{5, 50, 0.03} : Repetition{7, 1000, 0.6};
 }
@@ -92,8 +100,11 @@ class Suite {
     gemm_curve();
     convolutions();
     bandwidth_curve();
+    dispatch_overhead();  // before the rates below, which exclude it
+    weight_curve();
+    view_overhead();
+    subgraph_run_overhead();
     vector_throughput();
-    dispatch_overhead();
   }
 
  private:
@@ -173,7 +184,8 @@ class Suite {
 
   // The IR counts real FLOPs for arithmetic and normalizations but one op per element for
   // transcendental functions, so the vector figure is the best rate of ops it counts
-  // faithfully; Tanh and Erf are recorded beside it to show the gap.
+  // faithfully. The transcendental ops are timed too: their rates (kernel time less the
+  // dispatch overhead) go to `vector_op_rates`, which the cost model uses for their types.
   void vector_throughput() {
     const int64_t rows = 64, columns = 256;  // 64 KiB per tensor: in cache
     const TensorType tile{DType::kFloat32, {rows, columns}};
@@ -190,18 +202,24 @@ class Suite {
                                           {{"axis", int64_t{-1}}}),
                           true});
     candidates.push_back({"Softmax", single_op_graph("Softmax", {{tile}}), true});
-    candidates.push_back({"Tanh", single_op_graph("Tanh", {{tile}}), false});
-    candidates.push_back({"Erf", single_op_graph("Erf", {{tile}}), false});
+    for (const char* op : {"Tanh", "Erf", "Sigmoid", "Exp", "Gelu"}) {
+      candidates.push_back({op, single_op_graph(op, {{tile}}), false});
+    }
+    const double dispatch = profile_.figures.launch_overhead.value;
     double best_rate = 0;
     std::string best_op;
     for (Candidate& candidate : candidates) {
       OpBench bench(device_, std::move(candidate.graph));
-      const double rate = bench.cost().flops / bench.node_seconds(repetition_);
+      const double seconds = bench.node_seconds(repetition_);
+      const double rate = bench.cost().flops / seconds;
       record("vector fp32 (" + candidate.op + ")", rate, "FLOP/s",
              "fp32 " + candidate.op + " over " + joined({rows, columns}) +
                  " in-cache elements, FLOPs as the IR counts them" +
                  (candidate.counts_flops ? "" : " (one per element)") + " / kernel time, " +
                  median_note());
+      if (!candidate.counts_flops && seconds > dispatch) {
+        profile_.vector_op_rates[candidate.op] = bench.cost().flops / (seconds - dispatch);
+      }
       if (candidate.counts_flops && rate > best_rate) {
         best_rate = rate;
         best_op = candidate.op;
@@ -225,6 +243,57 @@ class Suite {
                                median_note();
     record("dispatch per op", seconds, "s", method);
     profile_.figures.launch_overhead = measured(seconds, method);
+  }
+
+  // Weights are read once per run: a chain of MatMuls of 2 rows by square weights (bound by
+  // reading the weights), run again and again, from a run's weights in L2 to past the
+  // last-level cache. The rate is the run's weight bytes over its time less the dispatches.
+  void weight_curve() {
+    const double dispatch = profile_.figures.launch_overhead.value;
+    for (const auto& [size, count] : weight_chains(options_.quick)) {
+      OpBench bench(device_, weight_chain(size, count));
+      const double bytes = 4.0 * static_cast<double>(size * size * count);
+      const double seconds = bench.run_seconds(repetition_) - dispatch * static_cast<double>(count);
+      if (seconds <= 0) continue;
+      profile_.weight_curve.push_back({bytes, seconds});
+      record("weight streaming " + binary_size(bytes), bytes / seconds, "B/s",
+             std::to_string(count) + " fp32 MatMuls of 2x" + std::to_string(size) + " by " +
+                 joined({size, size}) +
+                 " constant weights in a chain, weight bytes / (run time less one dispatch per "
+                 "op), " +
+                 median_note());
+    }
+  }
+
+  // A view runs no kernel, but the executor still takes a step for it.
+  void view_overhead() {
+    constexpr int kViews = 64;
+    OpBench bench(device_, view_chain(kViews));
+    const size_t nodes = bench.graph().nodes.size();
+    const double seconds = bench.run_seconds(repetition_) / static_cast<double>(nodes);
+    const std::string method = "a chain of " + std::to_string(nodes) +
+                               " Reshapes (views, no kernel) run through the executor, run "
+                               "time / ops, " +
+                               median_note();
+    record("view step", seconds, "s", method);
+    profile_.view_overhead = measured(seconds, method);
+  }
+
+  // A Loop runs its body once per iteration: what an iteration costs beyond the body's ops.
+  void subgraph_run_overhead() {
+    constexpr int64_t kTrips = 64;
+    OpBench bench(device_, counting_loop(kTrips));
+    const double per_trip = bench.node_seconds(repetition_) / static_cast<double>(kTrips);
+    // The body's ops: one small Add (a dispatch) and one Identity (a view step).
+    const double ops = profile_.figures.launch_overhead.value + profile_.view_overhead.value;
+    const double seconds = std::max(0.0, per_trip - ops);
+    const std::string method =
+        "a Loop of " + std::to_string(kTrips) +
+        " iterations over a body of one 4x16 Add and one Identity, Loop time / iterations less "
+        "one dispatch and one view step, " +
+        median_note();
+    record("subgraph run", seconds, "s", method);
+    profile_.subgraph_run_overhead = measured(seconds, method);
   }
 
   Device& device_;

@@ -123,6 +123,21 @@ void overlay(DeviceFigures& figures, const DeviceFigures& measured, const std::s
   overlay(figures.price_per_hour, measured.price_per_hour, file);
 }
 
+// Ops whose IR FLOPs count one per element though each element costs a transcendental
+// function (a polynomial or a table look-up and a division, tens of instructions).
+bool transcendental(const std::string& op_type) {
+  static const char* const kOps[] = {"Tanh",     "Erf", "Sigmoid", "Exp",  "Log", "Gelu",
+                                     "Softplus", "Elu", "Selu",    "Celu", "Sin", "Cos"};
+  return std::any_of(std::begin(kOps), std::end(kOps),
+                     [&](const char* op) { return op_type == op; });
+}
+
+// A Loop's trip count when it is a constant; a larger one is a while loop's "no limit".
+constexpr int64_t kMaxKnownTripCount = int64_t{1} << 31;
+// What a Loop whose trip count is not known when costing is assumed to run: one pass of its
+// body, as the IR's FLOPs and bytes count it.
+constexpr double kAssumedTripCount = 1;
+
 bool is_host(const Cluster& cluster, const std::string& id) {
   return std::any_of(cluster.hosts.begin(), cluster.hosts.end(),
                      [&](const HostSpec& host) { return host.id == id; });
@@ -185,12 +200,33 @@ void CostModel::add_device(int device, std::shared_ptr<const CalibrationProfile>
       model.matmul = MatmulEfficiency(profile->gemm_curve, spec.figures.launch_overhead.value,
                                       fp32.figure ? fp32.figure->value : 0);
     }
+    model.bandwidth = BandwidthCurve(profile->bandwidth_curve, spec.figures.launch_overhead.value);
+    // Its times already exclude the dispatches.
+    model.weights = BandwidthCurve(profile->weight_curve, 0);
     model.profile = std::move(profile);
   }
   devices_.push_back(std::move(model));
 }
 
+double CostModel::run_weight_bytes(const Graph& graph) const {
+  const std::lock_guard<std::mutex> lock(weight_bytes_mutex_);
+  WeightBytes& cached = weight_bytes_[&graph];
+  if (cached.values != graph.values.size() || cached.nodes != graph.nodes.size()) {
+    cached = {graph.values.size(), graph.nodes.size(), 0};
+    for (const Value& value : graph.values) {
+      if (value.is_constant()) cached.bytes += static_cast<double>(value.constant.nbytes());
+    }
+  }
+  return cached.bytes;
+}
+
 OpTime CostModel::op_time(const Node& node, const Graph& graph, int device) const {
+  const bool weights_curve = devices_.at(device).weights.measured();
+  return op_time_in(node, graph, device, weights_curve ? run_weight_bytes(graph) : 0);
+}
+
+OpTime CostModel::op_time_in(const Node& node, const Graph& graph, int device,
+                             double weight_bytes) const {
   const DeviceSpec& spec = cluster_.devices.at(device);
   if (!can_run(spec, node, graph)) {
     OpTime time;
@@ -202,7 +238,7 @@ OpTime CostModel::op_time(const Node& node, const Graph& graph, int device) cons
   if (model.profile && !model.profile->op_seconds.empty()) {
     const auto found = model.profile->op_seconds.find(op_signature(node, graph));
     if (found != model.profile->op_seconds.end()) {
-      OpTime time = roofline(node, graph, device);
+      OpTime time = roofline(node, graph, device, weight_bytes);
       time.seconds = found->second;
       time.source = "measured op in " + model.profile_file;
       return time;
@@ -211,14 +247,114 @@ OpTime CostModel::op_time(const Node& node, const Graph& graph, int device) cons
   const OpSchema* schema =
       node.domain.empty() ? OpRegistry::instance().find(node.op_type) : nullptr;
   if (schema && schema->output_aliases_input) {
+    // No kernel runs; the executor's step for it is measured by a calibration.
     OpTime time;
     time.source = "view, no kernel";
+    if (model.profile && model.profile->view_overhead.known()) {
+      time.seconds = time.overhead_seconds = model.profile->view_overhead.value;
+      time.source = "calibration " + model.profile_file + ": view step";
+    }
     return time;
   }
-  return roofline(node, graph, device);
+  if (node.domain.empty() && (node.op_type == "Loop" || node.op_type == "If")) {
+    return control_flow(node, graph, device, weight_bytes);
+  }
+  return roofline(node, graph, device, weight_bytes);
 }
 
-OpTime CostModel::roofline(const Node& node, const Graph& graph, int device) const {
+OpTime CostModel::control_flow(const Node& node, const Graph& graph, int device,
+                               double weight_bytes) const {
+  const DeviceModel& model = devices_[device];
+  const auto constant = [&](size_t input) -> const Tensor* {
+    if (node.inputs.size() <= input || node.inputs[input] < 0) return nullptr;
+    const Value& value = graph.values[node.inputs[input]];
+    return value.is_constant() ? &value.constant : nullptr;
+  };
+  // The ops of one run of a subgraph.
+  const auto ops_of = [&](const Graph& subgraph) {
+    OpTime sum;
+    for (const Node& inner : subgraph.nodes) {
+      // The body's weights are the enclosing run's: it reads them on every iteration.
+      const OpTime op = op_time_in(inner, subgraph, device, weight_bytes);
+      sum.seconds += op.seconds;
+      sum.compute_seconds += op.compute_seconds;
+      sum.memory_seconds += op.memory_seconds;
+      sum.overhead_seconds += op.overhead_seconds;
+    }
+    return sum;
+  };
+
+  OpTime body;
+  double runs = 1;
+  std::string how;
+  if (node.op_type == "If") {
+    const auto then_branch = node.attr_graph("then_branch");
+    const auto else_branch = node.attr_graph("else_branch");
+    const OpTime then_ops = then_branch ? ops_of(*then_branch) : OpTime{};
+    const OpTime else_ops = else_branch ? ops_of(*else_branch) : OpTime{};
+    if (const Tensor* condition = constant(0); condition && condition->numel() == 1) {
+      const bool taken = condition->to_int64s().at(0) != 0;
+      body = taken ? then_ops : else_ops;
+      how = taken ? "If: then branch (constant condition)" : "If: else branch (constant condition)";
+    } else {
+      // Unknown until run time: the costlier branch, so that a plan is not optimistic.
+      const bool then_costlier = then_ops.seconds >= else_ops.seconds;
+      body = then_costlier ? then_ops : else_ops;
+      how = std::string("If: the costlier branch (") + (then_costlier ? "then" : "else") + ")";
+    }
+  } else {
+    const auto loop_body = node.attr_graph("body");
+    if (loop_body) body = ops_of(*loop_body);
+    const Tensor* trip_count = constant(0);
+    const Tensor* condition = constant(1);
+    const int64_t trips =
+        trip_count && trip_count->numel() == 1 ? trip_count->to_int64s().at(0) : -1;
+    if (condition && condition->numel() == 1 && condition->to_int64s().at(0) == 0) {
+      runs = 0;
+      how = "Loop: condition false on entry, no iteration";
+    } else if (trips >= 0 && trips <= kMaxKnownTripCount) {
+      runs = static_cast<double>(trips);
+      how = "Loop: body x " + std::to_string(trips) + " (constant trip count)";
+    } else {
+      runs = kAssumedTripCount;
+      how = "Loop: body x 1 (trip count unknown, one iteration assumed)";
+    }
+  }
+  // The node's own step, then each run of the subgraph: its executor's setup and its ops.
+  const double per_run = model.profile ? model.profile->subgraph_run_overhead.value : 0;
+  OpTime time;
+  time.overhead_seconds =
+      figures(device).launch_overhead.value + runs * (per_run + body.overhead_seconds);
+  time.compute_seconds = runs * body.compute_seconds;
+  time.memory_seconds = runs * body.memory_seconds;
+  time.seconds = figures(device).launch_overhead.value + runs * (per_run + body.seconds);
+  if (time.overhead_seconds >= std::max(time.compute_seconds, time.memory_seconds)) {
+    time.bound = Bound::kOverhead;
+  } else {
+    time.bound = time.compute_seconds >= time.memory_seconds ? Bound::kCompute : Bound::kMemory;
+  }
+  time.source = how;
+  return time;
+}
+
+// The measured in-cache rate of a transcendental op type: its own, else the slowest measured
+// transcendental's; 0 when none was measured (or not fp32, the precision they are timed in).
+double CostModel::vector_op_rate(const DeviceModel& model, const Node& node,
+                                 Precision precision) const {
+  if (!model.profile || precision != Precision::kFp32 || !node.domain.empty()) return 0;
+  const auto& rates = model.profile->vector_op_rates;
+  const auto found = rates.find(node.op_type);
+  if (found != rates.end()) return found->second;
+  if (!transcendental(node.op_type)) return 0;
+  double slowest = 0;
+  for (const auto& [op_type, rate] : rates) {
+    if (transcendental(op_type) && (slowest == 0 || rate < slowest)) slowest = rate;
+  }
+  return slowest;
+}
+
+OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
+                           double weight_bytes) const {
   const DeviceSpec& spec = cluster_.devices[device];
   const DeviceFigures& figures = spec.figures;
   const DeviceModel& model = devices_[device];
@@ -240,11 +376,38 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device) con
     }
   }
   const Rate vector = vector_rate(figures, precision);
-  if (vector.figure && vector_flops > 0) {
+  const double op_rate = vector_op_rate(model, node, precision);
+  if (op_rate > 0 && vector_flops > 0) {
+    // A transcendental op at its own measured rate.
+    time.compute_seconds += vector_flops / op_rate;
+    if (compute_source.empty()) compute_source = "calibration " + model.profile_file;
+  } else if (vector.figure && vector_flops > 0) {
     time.compute_seconds += vector_flops / vector.figure->value;
     if (compute_source.empty()) compute_source = source_of(*vector.figure, device);
   }
-  if (figures.memory_bandwidth.known()) {
+  std::string memory_source = source_of(figures.memory_bandwidth, device);
+  if (model.bandwidth.measured()) {
+    // Weights are read once per run: they move at the rate of reading all of a run's weights
+    // (the cache they all fit in, or main memory). Other bytes (activations, written just
+    // before) are the op's working set: they move at the rate of the cache they fit in.
+    double constant_bytes = 0;
+    if (model.weights.measured()) {
+      for (int in : node.inputs) {
+        if (in >= 0 && graph.values[in].is_constant())
+          constant_bytes += static_cast<double>(graph.values[in].constant.nbytes());
+      }
+      constant_bytes = std::min(constant_bytes, node.cost.bytes);
+    }
+    const double other_bytes = node.cost.bytes - constant_bytes;
+    if (constant_bytes > 0) {
+      time.memory_seconds +=
+          constant_bytes / model.weights.rate(std::max(weight_bytes, constant_bytes));
+    }
+    if (other_bytes > 0) {
+      time.memory_seconds += other_bytes / model.bandwidth.rate(node.cost.bytes);
+    }
+    memory_source = "calibration " + model.profile_file;
+  } else if (figures.memory_bandwidth.known()) {
     time.memory_seconds = node.cost.bytes / figures.memory_bandwidth.value;
   }
   time.overhead_seconds = figures.launch_overhead.value;
@@ -258,7 +421,7 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device) con
     time.source = compute_source;
   } else {
     time.bound = Bound::kMemory;
-    time.source = source_of(figures.memory_bandwidth, device);
+    time.source = memory_source;
   }
   return time;
 }

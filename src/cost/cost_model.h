@@ -1,10 +1,12 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "cost/bandwidth_curve.h"
 #include "cost/matmul_efficiency.h"
 #include "devices/cluster.h"
 #include "devices/profile.h"
@@ -20,7 +22,8 @@ std::string_view bound_name(Bound bound);  // "compute", "memory", "overhead"
 struct OpTime {
   double seconds = 0;  // +infinity when the device cannot run the op
   // The roofline's parts: seconds = max(compute, memory) + overhead, unless the time was measured
-  // (then the parts stay the roofline's, for comparison).
+  // (then the parts stay the roofline's, for comparison). For Loop and If, each part is the sum
+  // over the ops run (and seconds the sum of their times), so seconds >= max + overhead.
   double compute_seconds = 0;
   double memory_seconds = 0;
   double overhead_seconds = 0;
@@ -68,16 +71,31 @@ class CostModel {
     std::shared_ptr<const CalibrationProfile> profile;  // null without one
     std::string profile_file;
     MatmulEfficiency matmul;
+    BandwidthCurve bandwidth;  // empty without a calibrated curve
+    BandwidthCurve weights;    // by a run's weight bytes; empty without a calibrated curve
   };
+  // Bytes of the constants a run of `graph` reads (its weights), cached by graph.
+  double run_weight_bytes(const Graph& graph) const;
+  OpTime op_time_in(const Node& node, const Graph& graph, int device, double weight_bytes) const;
 
   void add_device(int device, std::shared_ptr<const CalibrationProfile> profile);
-  OpTime roofline(const Node& node, const Graph& graph, int device) const;
+  // `weight_bytes`: the weights of the run the op is part of (their working set).
+  OpTime roofline(const Node& node, const Graph& graph, int device, double weight_bytes) const;
+  double vector_op_rate(const DeviceModel& model, const Node& node, Precision precision) const;
+  // Loop and If: the ops of the body (times its trip count) or of the branch taken.
+  OpTime control_flow(const Node& node, const Graph& graph, int device, double weight_bytes) const;
   // The label of a figure's source as OpTime::source gives it.
   std::string source_of(const Figure& figure, int device) const;
 
   Cluster cluster_;
   CostOptions options_;
   std::vector<DeviceModel> devices_;
+  struct WeightBytes {
+    size_t values = 0, nodes = 0;  // the graph's size when counted, to notice a new graph
+    double bytes = 0;
+  };
+  mutable std::mutex weight_bytes_mutex_;
+  mutable std::map<const Graph*, WeightBytes> weight_bytes_;
 };
 
 }  // namespace tandem

@@ -189,6 +189,16 @@ class ProfileReader {
           string_at(figures, "matrix_tile_source", "figures.matrix_tile_source");
     }
     profile.host_link_bandwidth = figure_at(root, "host_link_bandwidth", "host_link_bandwidth");
+    profile.view_overhead = figure_at(root, "view_overhead", "view_overhead");
+    profile.subgraph_run_overhead =
+        figure_at(root, "subgraph_run_overhead", "subgraph_run_overhead");
+    if (root.contains("vector_op_rates")) {
+      const json& rates = object_at(root, "vector_op_rates", "vector_op_rates");
+      for (const auto& [op_type, rate] : rates.items()) {
+        profile.vector_op_rates[op_type] =
+            number_at(rates, op_type, "vector_op_rates[\"" + op_type + "\"]", true);
+      }
+    }
 
     const json& curve = array_at(root, "gemm_curve", "gemm_curve");
     for (size_t i = 0; i < curve.size(); ++i) {
@@ -202,14 +212,15 @@ class ProfileReader {
       profile.gemm_curve.push_back(point);
     }
 
-    if (root.contains("bandwidth_curve")) {
-      const json& bandwidth = array_at(root, "bandwidth_curve", "bandwidth_curve");
+    for (const auto& [key, target] : {std::pair{"bandwidth_curve", &profile.bandwidth_curve},
+                                      std::pair{"weight_curve", &profile.weight_curve}}) {
+      if (!root.contains(key)) continue;
+      const json& bandwidth = array_at(root, key, key);
       for (size_t i = 0; i < bandwidth.size(); ++i) {
-        const std::string field = "bandwidth_curve[" + std::to_string(i) + "]";
+        const std::string field = std::string(key) + "[" + std::to_string(i) + "]";
         if (!bandwidth[i].is_object()) fail(field, "expected an object");
-        profile.bandwidth_curve.push_back(
-            {number_at(bandwidth[i], "bytes", field + ".bytes", true),
-             number_at(bandwidth[i], "seconds", field + ".seconds", true)});
+        target->push_back({number_at(bandwidth[i], "bytes", field + ".bytes", true),
+                           number_at(bandwidth[i], "seconds", field + ".seconds", true)});
       }
     }
 
@@ -349,6 +360,10 @@ void write_profile(const std::string& path, const CalibrationProfile& profile) {
   for (const auto& point : profile.bandwidth_curve) {
     bandwidth.push_back({{"bytes", point.bytes}, {"seconds", point.seconds}});
   }
+  json weights = json::array();
+  for (const auto& point : profile.weight_curve) {
+    weights.push_back({{"bytes", point.bytes}, {"seconds", point.seconds}});
+  }
   json measurements = json::array();
   for (const auto& row : profile.measurements) {
     measurements.push_back(
@@ -367,6 +382,12 @@ void write_profile(const std::string& path, const CalibrationProfile& profile) {
   if (profile.host_link_bandwidth.known()) {
     root["host_link_bandwidth"] = figure_json(profile.host_link_bandwidth);
   }
+  if (!profile.weight_curve.empty()) root["weight_curve"] = weights;
+  if (profile.view_overhead.known()) root["view_overhead"] = figure_json(profile.view_overhead);
+  if (profile.subgraph_run_overhead.known()) {
+    root["subgraph_run_overhead"] = figure_json(profile.subgraph_run_overhead);
+  }
+  if (!profile.vector_op_rates.empty()) root["vector_op_rates"] = profile.vector_op_rates;
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   if (!file) throw InputError(path, "cannot write the profile");
   file << root.dump(2) << "\n";

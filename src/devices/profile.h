@@ -30,7 +30,23 @@ struct CalibrationProfile {
     double seconds = 0;
   };
   std::vector<BandwidthPoint> bandwidth_curve;  // ascending bytes
-  std::map<std::string, double> op_seconds;     // op_signature -> median seconds per call
+  // Weights are read once per run, so whether they are still in a cache depends on all the
+  // weights a run reads: chains of weight-bound MatMuls (2 rows), each point the run's weight
+  // bytes and the run's time less one dispatch per op. Empty in older profiles.
+  std::vector<BandwidthPoint> weight_curve;  // ascending bytes
+  std::map<std::string, double> op_seconds;  // op_signature -> median seconds per call
+  // Executor costs that are not a kernel's (absent in profiles written before they were
+  // measured: then a view costs nothing and a subgraph run only its ops):
+  // - the step of a view (Reshape, Squeeze...: no kernel runs, the executor still takes a step);
+  Figure view_overhead;
+  // - one run of a Loop body or an If branch beyond its ops' own times (the body's inputs,
+  //   constants and outputs, the condition, the carried values).
+  Figure subgraph_run_overhead;
+  // In-cache rates of the vector op types whose work the IR counts as one FLOP per element
+  // (Tanh, Erf, Sigmoid, Exp, Gelu: transcendental functions), op type -> IR-counted FLOP/s,
+  // kernel time less the dispatch overhead. Ops of these types run at their own rate rather
+  // than at the vector peak.
+  std::map<std::string, double> vector_op_rates;
   // Copies between host memory and the device. A CPU has no device copy: this is host
   // memcpy bandwidth, the figure a host-to-host-memory link gets.
   Figure host_link_bandwidth;

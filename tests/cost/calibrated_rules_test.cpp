@@ -1,0 +1,247 @@
+// The rules a calibration profile adds to the roofline: bandwidth by working set, weights by
+// the run's weights, control flow by its bodies, views' executor steps, transcendental rates.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "cost/bandwidth_curve.h"
+#include "cost/cost_model.h"
+#include "test_cluster.h"
+
+namespace tandem {
+namespace {
+
+using testing::compute_cluster;
+using testing::GraphBuilder;
+
+constexpr int kCpu = 3;
+constexpr double kOverhead = 1e-6;  // the test CPU's launch overhead
+
+Cluster profiled_cluster() {
+  Cluster cluster = compute_cluster();
+  cluster.devices[kCpu].profile = "cpu.json";
+  return cluster;
+}
+
+// Each point's time includes one launch overhead, as `tandem calibrate` measures it.
+CalibrationProfile::BandwidthPoint point(double bytes, double rate) {
+  return {bytes, bytes / rate + kOverhead};
+}
+
+// In L2 up to 1 MiB at 200 GB/s, main memory from 256 MiB at 10 GB/s.
+CalibrationProfile cache_profile() {
+  CalibrationProfile profile;
+  profile.bandwidth_curve = {point(1 << 20, 200e9), point(256 << 20, 10e9)};
+  return profile;
+}
+
+Graph add(int64_t elements) {
+  GraphBuilder builder;
+  const int a = builder.input("a", DType::kFloat32, {elements});
+  const int b = builder.input("b", DType::kFloat32, {elements});
+  return builder.infer({builder.node("Add", {a, b})});
+}
+
+OpTime time_of(const CostModel& model, const Graph& graph) {
+  return model.op_time(graph.nodes.at(0), graph, kCpu);
+}
+
+TEST(BandwidthCurve, InterpolatesRateInLogLogAndKeepsTheEndRates) {
+  const BandwidthCurve curve({point(1e6, 100e9), point(100e6, 10e9)}, kOverhead);
+  EXPECT_NEAR(curve.rate(1e6), 100e9, 1e3);
+  EXPECT_NEAR(curve.rate(1e3), 100e9, 1e3);          // below the curve: the first point's rate
+  EXPECT_NEAR(curve.rate(1e9), 10e9, 1e3);           // beyond it: the last point's
+  EXPECT_NEAR(curve.rate(10e6), 31.6227766e9, 1e3);  // halfway in log bytes: the geometric mean
+  EXPECT_FALSE(BandwidthCurve().measured());
+}
+
+TEST(BandwidthCurve, MoreBytesNeverTakeLessTime) {
+  // 2 MB measured faster per byte than 4 times 0.5 MB: it takes 0.5 MB's time, no less.
+  const BandwidthCurve curve({point(0.5e6, 10e9), point(2e6, 100e9)}, kOverhead);
+  EXPECT_NEAR(2e6 / curve.rate(2e6), 0.5e6 / 10e9, 1e-15);
+  double previous = 0;
+  for (double bytes = 1e5; bytes < 1e8; bytes *= 1.5) {
+    const double seconds = bytes / curve.rate(bytes);
+    EXPECT_GE(seconds, previous) << bytes;
+    previous = seconds;
+  }
+}
+
+TEST(CalibratedCost, InCacheTensorMovesAtTheInCacheBandwidth) {
+  const CostModel model(profiled_cluster(), {{kCpu, cache_profile()}});
+  // 3 x 256 KiB = 768 KiB in all: within the 1 MiB point, at its 200 GB/s.
+  const Graph small = add(64 << 10);
+  const OpTime in_cache = time_of(model, small);
+  EXPECT_NEAR(in_cache.memory_seconds, small.nodes[0].cost.bytes / 200e9, 1e-15);
+  EXPECT_EQ(in_cache.source, "calibration cpu.json");
+  // 3 x 256 MiB: past the curve, at main memory's 10 GB/s.
+  const Graph large = add(64 << 20);
+  EXPECT_NEAR(time_of(model, large).memory_seconds, large.nodes[0].cost.bytes / 10e9, 1e-9);
+  // Without a curve, the one memory bandwidth figure (20 GB/s) for both.
+  const CostModel plain(compute_cluster());
+  EXPECT_NEAR(time_of(plain, small).memory_seconds, small.nodes[0].cost.bytes / 20e9, 1e-15);
+}
+
+TEST(CalibratedCost, WeightsMoveAtTheRateOfAllTheRunsWeights) {
+  // A 2-row MatMul by 1 MiB of weights, in a graph with 1 MiB or 64 MiB of weights in all.
+  const auto graph = [](int64_t extra_weights) {
+    GraphBuilder builder;
+    const int x = builder.input("x", DType::kFloat32, {2, 512});
+    const int w = builder.constant("w", DType::kFloat32, {512, 512});
+    const int y = builder.node("MatMul", {x, w});
+    if (extra_weights == 0) return builder.infer({y});
+    const int other = builder.constant("other", DType::kFloat32, {extra_weights});
+    return builder.infer({y, builder.node("Add", {y, builder.node("ReduceSum", {other})})});
+  };
+  CalibrationProfile profile;  // in cache at 200 GB/s up to 4 MiB
+  profile.bandwidth_curve = {point(4 << 20, 200e9), point(256 << 20, 10e9)};
+  profile.weight_curve = {{1 << 20, (1 << 20) / 100e9}, {64 << 20, (64 << 20) / 5e9}};
+  const CostModel model(profiled_cluster(), {{kCpu, profile}});
+  const Graph small = graph(0);
+  const Graph large = graph(63 << 18);  // 63 MiB more
+  const double weight_bytes = 512.0 * 512 * 4;
+  const double activation_bytes = small.nodes[0].cost.bytes - weight_bytes;
+  const double activations = activation_bytes / 200e9;
+  EXPECT_NEAR(time_of(model, small).memory_seconds, weight_bytes / 100e9 + activations, 1e-12);
+  EXPECT_NEAR(time_of(model, large).memory_seconds, weight_bytes / 5e9 + activations, 1e-12);
+}
+
+// A Loop carrying a 4x16 tensor through `Add(x, bias)` and `Tanh`, with its trip count a
+// constant (or a graph input when `trips` < 0).
+Graph loop(int64_t trips) {
+  GraphBuilder body;
+  body.input("i", DType::kInt64, {});
+  const int condition = body.input("cond", DType::kBool, {});
+  const int x = body.input("x", DType::kFloat32, {4, 16});
+  const int bias = body.constant("bias", DType::kFloat32, {4, 16});
+  const int next = body.node("Tanh", {body.node("Add", {x, bias})});
+  auto body_graph = std::make_shared<Graph>(body.infer({body.node("Identity", {condition}), next}));
+
+  GraphBuilder builder;
+  int trip_count = -1;
+  if (trips >= 0) {
+    trip_count = builder.constant("trips", DType::kInt64, {});
+  } else {
+    trip_count = builder.input("trips", DType::kInt64, {});
+  }
+  const int keep_going = builder.constant("go", DType::kBool, {});
+  const int x0 = builder.input("x0", DType::kFloat32, {4, 16});
+  Graph graph =
+      builder.infer({builder.node("Loop", {trip_count, keep_going, x0}, {{"body", body_graph}})});
+  if (trips >= 0) {
+    graph.values[graph.find_value("trips")].constant =
+        Tensor::from_vector<int64_t>(DType::kInt64, {}, {trips});
+  }
+  graph.values[graph.find_value("go")].constant =
+      Tensor::from_vector<uint8_t>(DType::kBool, {}, {1});
+  return graph;
+}
+
+double body_seconds(const CostModel& model, const Graph& graph) {
+  const Graph& body = *graph.nodes.at(0).attr_graph("body");
+  double seconds = 0;
+  for (const Node& node : body.nodes) seconds += model.op_seconds(node, body, kCpu);
+  return seconds;
+}
+
+TEST(CalibratedCost, LoopCostsItsBodyTimesItsTripCount) {
+  CalibrationProfile profile = cache_profile();
+  profile.subgraph_run_overhead = testing::figure(2e-6, "calibration cpu.json: loop");
+  profile.view_overhead = testing::figure(0.25e-6, "calibration cpu.json: views");
+  const CostModel model(profiled_cluster(), {{kCpu, profile}});
+  const Graph five = loop(5);
+  const double body = body_seconds(model, five);
+  EXPECT_GT(body, 2 * kOverhead + 0.25e-6);  // Add, Tanh and the Identity's view step
+  const OpTime time = time_of(model, five);
+  EXPECT_NEAR(time.seconds, kOverhead + 5 * (2e-6 + body), 1e-15);
+  EXPECT_EQ(time.source, "Loop: body x 5 (constant trip count)");
+  // No iteration, and an unknown trip count taken as one.
+  EXPECT_NEAR(time_of(model, loop(0)).seconds, kOverhead, 1e-15);
+  const OpTime unknown = time_of(model, loop(-1));
+  EXPECT_NEAR(unknown.seconds, kOverhead + 2e-6 + body, 1e-15);
+  EXPECT_EQ(unknown.source, "Loop: body x 1 (trip count unknown, one iteration assumed)");
+}
+
+TEST(CalibratedCost, IfCostsTheBranchItTakes) {
+  const auto branch = [](const std::string& op, int64_t elements) {
+    GraphBuilder builder;
+    const int x = builder.constant("c" + op, DType::kFloat32, {elements});
+    return std::make_shared<Graph>(builder.infer({builder.node(op, {x})}));
+  };
+  GraphBuilder builder;
+  const int condition = builder.input("cond", DType::kBool, {});
+  const Graph graph = builder.infer({builder.node(
+      "If", {condition},
+      {{"then_branch", branch("Relu", 1 << 20)}, {"else_branch", branch("Neg", 16)}})});
+  const CostModel model(profiled_cluster(), {{kCpu, cache_profile()}});
+  const Graph& then_branch = *graph.nodes[0].attr_graph("then_branch");
+  const double then_seconds = model.op_seconds(then_branch.nodes[0], then_branch, kCpu);
+  // Unknown condition: the costlier branch.
+  const OpTime time = time_of(model, graph);
+  EXPECT_NEAR(time.seconds, kOverhead + then_seconds, 1e-15);
+  EXPECT_EQ(time.source, "If: the costlier branch (then)");
+}
+
+TEST(CalibratedCost, ViewsCostTheirMeasuredExecutorStep) {
+  GraphBuilder builder;
+  const int x = builder.input("x", DType::kFloat32, {64, 64});
+  const Graph graph = builder.infer({builder.node("Identity", {x})});
+  CalibrationProfile profile = cache_profile();
+  profile.view_overhead = testing::figure(0.3e-6, "calibration cpu.json: views");
+  const CostModel model(profiled_cluster(), {{kCpu, profile}});
+  const OpTime time = time_of(model, graph);
+  EXPECT_DOUBLE_EQ(time.seconds, 0.3e-6);
+  EXPECT_EQ(time.bound, Bound::kOverhead);
+  EXPECT_EQ(time.source, "calibration cpu.json: view step");
+  // A profile that did not measure it: no kernel, no time.
+  const CostModel old(profiled_cluster(), {{kCpu, cache_profile()}});
+  EXPECT_EQ(time_of(old, graph).seconds, 0);
+}
+
+TEST(CalibratedCost, TranscendentalOpsRunAtTheirMeasuredRate) {
+  const auto unary = [](const std::string& op) {
+    GraphBuilder builder;
+    const int x = builder.input("x", DType::kFloat32, {1 << 16});
+    return builder.infer({builder.node(op, {x})});
+  };
+  CalibrationProfile profile = cache_profile();
+  profile.vector_op_rates = {{"Tanh", 1e9}, {"Erf", 4e9}};
+  const CostModel model(profiled_cluster(), {{kCpu, profile}});
+  const Graph tanh = unary("Tanh");
+  EXPECT_NEAR(time_of(model, tanh).compute_seconds, tanh.nodes[0].cost.flops / 1e9, 1e-15);
+  EXPECT_EQ(time_of(model, tanh).bound, Bound::kCompute);
+  // Sigmoid was not measured: the slowest measured transcendental's rate.
+  const Graph sigmoid = unary("Sigmoid");
+  EXPECT_NEAR(time_of(model, sigmoid).compute_seconds, sigmoid.nodes[0].cost.flops / 1e9, 1e-15);
+  // Relu is not transcendental: the vector peak (100 GFLOP/s).
+  const Graph relu = unary("Relu");
+  EXPECT_NEAR(time_of(model, relu).compute_seconds, relu.nodes[0].cost.flops / 100e9, 1e-15);
+}
+
+TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
+  CalibrationProfile profile;
+  profile.device_name = "cpu: test";
+  profile.weight_curve = {{1 << 20, 1e-5}};
+  profile.view_overhead = testing::figure(0.2e-6, "calibration p.json: views");
+  profile.subgraph_run_overhead = testing::figure(1e-6, "calibration p.json: loop");
+  profile.vector_op_rates = {{"Tanh", 2e9}};
+  const std::string path = ::testing::TempDir() + "/costfix_profile.json";
+  write_profile(path, profile);
+  const CalibrationProfile read = read_profile(path);
+  ASSERT_EQ(read.weight_curve.size(), 1u);
+  EXPECT_EQ(read.weight_curve[0].bytes, 1 << 20);
+  EXPECT_EQ(read.view_overhead.value, 0.2e-6);
+  EXPECT_EQ(read.subgraph_run_overhead.value, 1e-6);
+  EXPECT_EQ(read.vector_op_rates.at("Tanh"), 2e9);
+  // A profile written before these fields existed has none of them.
+  write_profile(path, CalibrationProfile{.device_name = "cpu: old"});
+  const CalibrationProfile old = read_profile(path);
+  EXPECT_TRUE(old.weight_curve.empty());
+  EXPECT_FALSE(old.view_overhead.known());
+  EXPECT_TRUE(old.vector_op_rates.empty());
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace tandem
