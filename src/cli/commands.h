@@ -50,7 +50,20 @@ struct DevicesOptions {
   bool json = false;
 };
 
+struct PlanCommandOptions : ModelOptions {
+  std::string cluster;
+  std::string strategy = "auto";
+  std::string objective = "latency";
+  int microbatches = 1;
+  double max_latency = 0;         // seconds; 0 = none
+  std::vector<std::string> pins;  // PATTERN=DEVICE
+  std::vector<std::string> excluded;
+  std::string output;  // plan file to write
+  bool fuse = true;    // plan the graph `tandem run` runs (fused for inference)
+};
+
 int inspect_command(const InspectOptions& options);
+int plan_command(const PlanCommandOptions& options);
 int run_command(const RunOptions& options);
 int devices_command(const DevicesOptions& options);
 int calibrate_command(const CalibrateOptions& options);

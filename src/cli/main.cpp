@@ -80,6 +80,40 @@ int main(int argc, char** argv) {
       "cluster file (YAML, see docs/CLUSTERS.md); default: this machine's CPU");
   devices_verb->add_flag("--json", devices.json, "print JSON, with the source of every figure");
 
+  PlanCommandOptions plan;
+  CLI::App* plan_verb = app.add_subcommand(
+      "plan",
+      "decide which device of a cluster runs each op of a model, predict how fast, and compare "
+      "every strategy with the lower bound");
+  add_model_options(*plan_verb, plan);
+  plan_verb->add_option("--cluster", plan.cluster, "cluster file (YAML, see docs/CLUSTERS.md)")
+      ->required();
+  plan_verb
+      ->add_option("--strategy", plan.strategy,
+                   "auto, heft, pipeline, data-parallel, greedy or single:<device>")
+      ->capture_default_str();
+  plan_verb->add_option("--objective", plan.objective, "what to minimise or maximise")
+      ->check(CLI::IsMember({"latency", "throughput", "cost"}))
+      ->capture_default_str();
+  plan_verb
+      ->add_option("--microbatches", plan.microbatches,
+                   "split the batch into M micro-batches (pipeline plans)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  plan_verb
+      ->add_option("--max-latency", plan.max_latency,
+                   "for --objective cost: refuse plans slower than this (seconds)")
+      ->check(CLI::NonNegativeNumber);
+  plan_verb->add_option("--pin", plan.pins,
+                        "run matching ops on a device: PATTERN=DEVICE, PATTERN a node name or op "
+                        "type with * and ? (e.g. 'Gather*=gpu0'); the last match wins");
+  plan_verb->add_option("--exclude", plan.excluded, "a device no op may use (repeatable)");
+  plan_verb->add_option("-o,--output", plan.output,
+                        "write the plan file (JSON, docs/PLAN_FORMAT.md)");
+  plan_verb->add_flag("!--no-fusion", plan.fuse,
+                      "plan the graph as imported; by default it is fused for inference first "
+                      "(BatchNorm folded, activations fused), as `tandem run` runs it");
+
   app.footer(
       "Exit status: 0 success, 1 outputs differ from --expect, 2 bad input, 3 internal error.\n"
       "Run `tandem VERB --help` for a verb's options.");
@@ -93,6 +127,7 @@ int main(int argc, char** argv) {
     if (*inspect_verb) return inspect_command(inspect);
     if (*devices_verb) return devices_command(devices);
     if (*calibrate_verb) return calibrate_command(calibrate);
+    if (*plan_verb) return plan_command(plan);
     return run_command(run);
   } catch (const tandem::InputError& e) {
     std::fprintf(stderr, "tandem: error: %s%s%s\n", e.subject().c_str(),

@@ -1,0 +1,159 @@
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "devices/capabilities.h"
+#include "ir/error.h"
+#include "ir/fuse.h"
+#include "plan/evaluate.h"
+#include "plan/plan_json.h"
+#include "plan/strategy.h"
+#include "report/plan_report.h"
+#include "report/table.h"
+
+namespace tandem::cli {
+namespace {
+
+Objective parse_objective(const std::string& text) {
+  for (Objective objective : {Objective::kLatency, Objective::kThroughput, Objective::kCost}) {
+    if (objective_name(objective) == text) return objective;
+  }
+  throw InputError("--objective " + text, "expected latency, throughput or cost");
+}
+
+PlanOptions plan_options(const PlanCommandOptions& options, const Graph& graph) {
+  PlanOptions plan;
+  plan.objective = parse_objective(options.objective);
+  plan.microbatches = options.microbatches;
+  plan.max_latency_seconds = options.max_latency;
+  for (const std::string& text : options.pins) {
+    auto [pattern, device] = split_assignment(text, "--pin");
+    plan.pins.push_back({pattern, device});
+  }
+  plan.excluded = options.excluded;
+  // As `tandem run` counts it: the leading dimension of the first input.
+  plan.batch = graph.inputs.empty() || graph.values[graph.inputs[0]].type.shape.empty()
+                   ? 1
+                   : std::max<int64_t>(graph.values[graph.inputs[0]].type.shape[0], 1);
+  return plan;
+}
+
+// Why everything on one device is not a plan: an op it cannot run, or memory it lacks.
+std::string single_device_shortfall(const PlanningProblem& problem, int device) {
+  const DeviceSpec& spec = problem.cluster().devices[device];
+  if (!problem.allowed(device)) return spec.id + " is excluded";
+  for (int n = 0; n < problem.node_count(); ++n) {
+    if (problem.runnable(n, device)) continue;
+    const Node& node = problem.graph()->nodes[n];
+    std::string reason = cannot_run_reason(spec, node, *problem.graph());
+    if (reason.empty()) reason = "pinned to another device";
+    return spec.id + " cannot run " + node.label() + ": " + reason;
+  }
+  const double needs = problem.single_device_memory(device);
+  const double has = problem.memory_capacity(device);
+  return spec.id + " is short by " + human_bytes(needs - has) + " (the model needs " +
+         human_bytes(needs) + ", it has " + human_bytes(has) + ")";
+}
+
+// Why no strategy placed the model: the single device closest to holding it, and by how much.
+std::string infeasible_reason(const PlanningProblem& problem) {
+  int closest = -1;
+  double least_short = kInfinity;
+  for (int d = 0; d < problem.device_count(); ++d) {
+    if (problem.single_device_seconds(d) == kInfinity) continue;
+    const double short_bytes = problem.single_device_memory(d) - problem.memory_capacity(d);
+    if (short_bytes < least_short) least_short = short_bytes, closest = d;
+  }
+  if (closest >= 0)
+    return "the model fits no combination of devices; the closest single device: " +
+           single_device_shortfall(problem, closest);
+  double capacity = 0;
+  for (int d = 0; d < problem.device_count(); ++d) {
+    if (problem.allowed(d)) capacity += problem.memory_capacity(d);
+  }
+  return "the model fits no combination of devices: it needs " +
+         human_bytes(problem.single_device_memory(0)) + " of weights and activations, the " +
+         "devices allowed hold " + human_bytes(capacity) + " in all";
+}
+
+StrategyResult run_strategy(const Strategy& strategy, const PlanningProblem& problem) {
+  StrategyResult result;
+  const auto start = std::chrono::steady_clock::now();
+  result.plan = strategy.plan(problem);
+  result.planning_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.strategy = result.plan ? result.plan->strategy : strategy.name();
+  if (!result.plan) {
+    constexpr std::string_view kSingle = "single:";
+    const std::string name = strategy.name();
+    const int device = name.starts_with(kSingle)
+                           ? problem.cluster().device_index(name.substr(kSingle.size()))
+                           : -1;
+    result.why_not = device >= 0 ? single_device_shortfall(problem, device)
+                                 : "no plan within memory, support and pins";
+  }
+  return result;
+}
+
+}  // namespace
+
+int plan_command(const PlanCommandOptions& options) {
+  ImportedModel model = load_model(options);
+  if (options.fuse) fuse_for_inference(model.graph);
+  const Graph& graph = model.graph;
+  const Cluster cluster = load_cluster(options.cluster);
+  const CostModel cost(cluster);
+  const std::unique_ptr<Strategy> chosen = make_strategy(options.strategy, cost.cluster());
+  const PlanningProblem problem(graph, cost.cluster(), cost, plan_options(options, graph));
+
+  std::vector<std::unique_ptr<Strategy>> strategies = baseline_strategies(cost.cluster());
+  // The chosen strategy last (once, when it is also a baseline), so that the table ends with it.
+  const std::string chosen_name = chosen->name();
+  std::vector<const Strategy*> to_run;
+  for (const auto& strategy : strategies) {
+    if (strategy->name() != chosen_name) to_run.push_back(strategy.get());
+  }
+  to_run.push_back(chosen.get());
+
+  const bool interactive = isatty(fileno(stderr));
+  const auto started = std::chrono::steady_clock::now();
+  bool progress_shown = false;
+  PlanReport report;
+  report.model = model.path;
+  report.cluster = options.cluster;
+  report.chosen_strategy = options.strategy;
+  for (size_t i = 0; i < to_run.size(); ++i) {
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (interactive && elapsed > 1) {
+      std::fprintf(stderr, "\rplanning: %-24s (%zu/%zu, %.1f s)", to_run[i]->name().c_str(), i + 1,
+                   to_run.size(), elapsed);
+      progress_shown = true;
+    }
+    report.strategies.push_back(run_strategy(*to_run[i], problem));
+  }
+  if (progress_shown) std::fprintf(stderr, "\n");
+
+  const StrategyResult& result = report.strategies.back();
+  if (!result.plan) {
+    bool any = false;
+    for (const StrategyResult& other : report.strategies) any |= other.plan.has_value();
+    if (!any) throw InputError(model.path, infeasible_reason(problem));
+    throw InputError(
+        "--strategy " + options.strategy,
+        "found no plan (" + result.why_not + "); other strategies did: see --strategy auto");
+  }
+  report.plan = *result.plan;
+  if (!options.output.empty()) write_plan(options.output, report.plan, problem);
+  if (options.json) {
+    std::printf("%s\n", plan_report_json(report, problem).dump(2).c_str());
+  } else {
+    std::printf("%s", render_plan_report(report, problem).c_str());
+    if (!options.output.empty()) std::printf("plan written to %s\n", options.output.c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace tandem::cli

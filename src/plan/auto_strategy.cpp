@@ -1,0 +1,239 @@
+// Auto: every baseline strategy that applies, plus the chain placement, judged by the
+// evaluator on the objective; the best is refined by local search (moving single nodes across
+// segment boundaries, merging whole segments into a neighbour's device, and on small graphs
+// every node to every device; or shifting stage boundaries of a pipeline, or samples of a
+// data-parallel split), each move kept only when the evaluator says it is better and memory
+// still fits. Since every single device is a candidate
+// and moves only improve, the result is never worse than the best single device that holds
+// the model.
+#include <algorithm>
+
+#include "plan/chain_placement.h"
+#include "plan/evaluate.h"
+#include "plan/strategies.h"
+
+namespace tandem {
+namespace {
+
+// Local search budget, in evaluations of a plan: enough to sweep small graphs many times, a
+// few hundred node+edge visits' worth (about 3e7) on large ones.
+constexpr double kSearchWork = 3e7;
+constexpr int kMostEvaluations = 4000, kLeastEvaluations = 16;
+
+// Lower is better; +infinity for a plan the objective refuses.
+double score(const PlanningProblem& problem, const Plan& plan) {
+  const Prediction& predicted = plan.predicted;
+  switch (problem.options().objective) {
+    case Objective::kLatency: return predicted.latency_seconds;
+    case Objective::kThroughput:
+      return predicted.throughput_samples_per_second > 0
+                 ? 1 / predicted.throughput_samples_per_second
+                 : kInfinity;
+    case Objective::kCost: {
+      const double limit = problem.options().max_latency_seconds;
+      if (limit > 0 && predicted.latency_seconds > limit) return kInfinity;
+      // Without prices every plan costs 0: then the faster wins.
+      return predicted.cost_per_million_samples > 0 ? predicted.cost_per_million_samples
+                                                    : predicted.latency_seconds;
+    }
+  }
+  return kInfinity;
+}
+
+class LocalSearch {
+ public:
+  LocalSearch(const PlanningProblem& problem, Plan plan)
+      : problem_(problem), best_(std::move(plan)), best_score_(score(problem, best_)) {
+    double edges = 0;
+    for (int n = 0; n < problem.node_count(); ++n) edges += problem.successors(n).size();
+    budget_ = std::clamp(static_cast<int>(kSearchWork / (problem.node_count() + edges + 1)),
+                         kLeastEvaluations, kMostEvaluations);
+  }
+
+  Plan run() {
+    bool improved = true;
+    while (improved && budget_ > 0) {
+      if (!best_.batch_share.empty()) {
+        improved = move_samples();
+      } else if (!best_.stages.empty()) {
+        improved = shift_stage_boundaries();
+      } else {
+        improved = move_nodes() | merge_segments() | move_every_node();
+      }
+    }
+    return std::move(best_);
+  }
+
+ private:
+  // Evaluates a variant; keeps it when it fits and scores better.
+  bool try_plan(Plan candidate) {
+    if (budget_ <= 0) return false;
+    --budget_;
+    evaluate_plan(problem_, candidate);
+    const double candidate_score = score(problem_, candidate);
+    if (candidate_score >= best_score_ * (1 - 1e-9)) return false;
+    if (!check_memory(problem_, candidate).fits) return false;
+    best_ = std::move(candidate);
+    best_score_ = candidate_score;
+    return true;
+  }
+
+  bool try_device(const std::vector<int>& nodes, int device) {
+    for (int n : nodes) {
+      if (!problem_.runnable(n, device)) return false;
+    }
+    Plan candidate = best_;
+    for (int n : nodes) candidate.device_of_node[n] = device;
+    return try_plan(std::move(candidate));
+  }
+
+  // Where consecutive nodes of the order sit on different devices, each may join the other's.
+  bool move_nodes() {
+    bool improved = false;
+    for (size_t i = 0; i + 1 < best_.order.size() && budget_ > 0; ++i) {
+      const int a = best_.order[i], b = best_.order[i + 1];
+      const int device_a = best_.device_of_node[a], device_b = best_.device_of_node[b];
+      if (device_a == device_b) continue;
+      if (try_device({a}, device_b) || try_device({b}, device_a)) improved = true;
+    }
+    return improved;
+  }
+
+  // Small graphs: every node to every other device that can run it, while one sweep fits the
+  // budget.
+  bool move_every_node() {
+    const int nodes = problem_.node_count(), devices = problem_.device_count();
+    if (static_cast<double>(nodes) * (devices - 1) > budget_) return false;
+    bool improved = false;
+    for (int n = 0; n < nodes; ++n) {
+      for (int d = 0; d < devices; ++d) {
+        if (d != best_.device_of_node[n] && try_device({n}, d)) improved = true;
+      }
+    }
+    return improved;
+  }
+
+  // A whole segment onto the device of a segment it exchanges data with.
+  bool merge_segments() {
+    bool improved = false;
+    const std::vector<Segment> segments = best_.segments;
+    for (const Segment& segment : segments) {
+      if (budget_ <= 0) break;
+      std::vector<int> neighbours;
+      for (int n : segment.nodes) {
+        for (const auto& [other, bytes] : problem_.successors(n)) {
+          const int device = best_.device_of_node[other];
+          if (device != segment.device &&
+              std::find(neighbours.begin(), neighbours.end(), device) == neighbours.end()) {
+            neighbours.push_back(device);
+          }
+        }
+      }
+      for (int device : neighbours) {
+        if (try_device(segment.nodes, device)) {
+          improved = true;
+          break;
+        }
+      }
+    }
+    return improved;
+  }
+
+  // Each boundary between two stages moves by 1, 2, 4... nodes either way.
+  bool shift_stage_boundaries() {
+    bool improved = false;
+    for (size_t s = 0; s + 1 < best_.stages.size() && budget_ > 0; ++s) {
+      for (int step = 1; budget_ > 0; step *= 2) {
+        bool tried = false;
+        for (int direction : {-1, 1}) {
+          Plan candidate = best_;
+          Stage& left = candidate.stages[s];
+          Stage& right = candidate.stages[s + 1];
+          const int boundary = left.last_node + direction * step;
+          if (boundary < left.first_node || boundary >= right.last_node) continue;
+          tried = true;
+          left.last_node = boundary;
+          right.first_node = boundary + 1;
+          if (!stage_runnable(left) || !stage_runnable(right)) continue;
+          if (try_plan(std::move(candidate))) improved = true;
+        }
+        if (!tried) break;
+      }
+    }
+    return improved;
+  }
+
+  bool stage_runnable(const Stage& stage) const {
+    for (int i = stage.first_node; i <= stage.last_node; ++i) {
+      if (!problem_.runnable(best_.order[i], stage.device)) return false;
+    }
+    return true;
+  }
+
+  // One sample of the batch from one device to another.
+  bool move_samples() {
+    const double sample = 1.0 / static_cast<double>(std::max<int64_t>(problem_.options().batch, 1));
+    bool improved = false;
+    const int devices = static_cast<int>(best_.batch_share.size());
+    for (int from = 0; from < devices && budget_ > 0; ++from) {
+      for (int to = 0; to < devices && budget_ > 0; ++to) {
+        if (from == to || best_.batch_share[from] < 2 * sample - 1e-12 ||
+            best_.batch_share[to] <= 0) {
+          continue;
+        }
+        Plan candidate = best_;
+        candidate.batch_share[from] -= sample;
+        candidate.batch_share[to] += sample;
+        if (try_plan(std::move(candidate))) improved = true;
+      }
+    }
+    return improved;
+  }
+
+  const PlanningProblem& problem_;
+  Plan best_;
+  double best_score_;
+  int budget_ = 0;
+};
+
+std::optional<Plan> chain_plan(const PlanningProblem& problem) {
+  Plan plan;
+  plan.device_of_node = chain_placement(problem);
+  if (plan.device_of_node.empty()) return std::nullopt;
+  plan.strategy = "chain";
+  evaluate_plan(problem, plan);
+  if (!check_memory(problem, plan).fits) return std::nullopt;
+  return plan;
+}
+
+class AutoStrategy : public Strategy {
+ public:
+  std::string name() const override { return "auto"; }
+
+  std::optional<Plan> plan(const PlanningProblem& problem) const override {
+    std::optional<Plan> best;
+    double best_score = kInfinity;
+    auto consider = [&](std::optional<Plan> candidate) {
+      if (!candidate) return;
+      const double candidate_score = score(problem, *candidate);
+      if (candidate_score < best_score) {
+        best_score = candidate_score;
+        best = std::move(candidate);
+      }
+    };
+    for (const auto& strategy : baseline_strategies(problem.cluster())) {
+      consider(strategy->plan(problem));
+    }
+    consider(chain_plan(problem));
+    if (!best) return std::nullopt;
+    Plan refined = LocalSearch(problem, std::move(*best)).run();
+    refined.strategy = "auto";
+    return refined;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_auto_strategy() { return std::make_unique<AutoStrategy>(); }
+
+}  // namespace tandem

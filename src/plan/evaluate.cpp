@@ -1,0 +1,503 @@
+// The planner's schedule evaluator (docs/PLAN_FORMAT.md, "How predictions are made"):
+//   - list scheduling in plan.order: a device runs one node at a time, in that order; a node
+//     starts when its device is free and its inputs have arrived;
+//   - a value crosses once to every other device its readers are on, as soon as its producer
+//     finishes, transfers between one pair of devices one at a time, in the order issued;
+//   - the graph's inputs are on every device at time 0 and its outputs stay where they are made
+//     (the caller's copies in and out are the same for every plan, so they are not charged);
+//   - pipeline plans (stages): micro-batches flow through the stages; data-parallel plans
+//     (batch_share): each device runs the whole graph on its share of the batch.
+#include "plan/evaluate.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ir/error.h"
+
+namespace tandem {
+namespace {
+
+// Activations of a pipeline stage in flight at once: the micro-batch being computed and the one
+// whose outputs wait to leave.
+constexpr int kMicrobatchesInFlight = 2;
+
+void check_shape(const PlanningProblem& problem, Plan& plan) {
+  const int nodes = problem.node_count();
+  if (static_cast<int>(plan.device_of_node.size()) != nodes)
+    throw InputError("plan", "device_of_node has " + std::to_string(plan.device_of_node.size()) +
+                                 " entries for " + std::to_string(nodes) + " nodes");
+  for (int device : plan.device_of_node) {
+    if (device < 0 || device >= problem.device_count())
+      throw InputError("plan", "device index " + std::to_string(device) + " out of range");
+  }
+  if (plan.order.empty()) {
+    plan.order.resize(nodes);
+    for (int n = 0; n < nodes; ++n) plan.order[n] = n;
+  }
+  if (static_cast<int>(plan.order.size()) != nodes)
+    throw InputError("plan", "order has " + std::to_string(plan.order.size()) + " entries for " +
+                                 std::to_string(nodes) + " nodes");
+  plan.microbatches = std::max(plan.microbatches, 1);
+}
+
+std::vector<int> positions(const std::vector<int>& order) {
+  std::vector<int> position(order.size(), -1);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const int n = order[i];
+    if (n < 0 || n >= static_cast<int>(order.size()) || position[n] >= 0)
+      throw InputError("plan", "order is not a permutation of the nodes");
+    position[n] = static_cast<int>(i);
+  }
+  return position;
+}
+
+// Pipeline plans: every node of a stage runs on the stage's device.
+void apply_stages(const PlanningProblem& problem, Plan& plan) {
+  for (const Stage& stage : plan.stages) {
+    if (stage.first_node < 0 || stage.last_node >= problem.node_count() ||
+        stage.first_node > stage.last_node || stage.device < 0 ||
+        stage.device >= problem.device_count())
+      throw InputError("plan", "a stage's range or device is out of bounds");
+    for (int i = stage.first_node; i <= stage.last_node; ++i)
+      plan.device_of_node[plan.order[i]] = stage.device;
+  }
+}
+
+// Segments: walking the order, a node joins the segment of a same-device predecessor when every
+// other predecessor comes before that segment began (so nothing leaves the segment and comes
+// back: a backend can run it as a unit); otherwise it opens a new one. Conservative: a segment
+// may be split where a finer test would merge it.
+std::vector<Segment> find_segments(const PlanningProblem& problem, const Plan& plan,
+                                   const std::vector<int>& position) {
+  std::vector<Segment> segments;
+  std::vector<int> first_position;
+  std::vector<int> segment_of(problem.node_count(), -1);
+  std::vector<int> latest_on(problem.device_count(), -1);
+  for (int n : plan.order) {
+    const int device = plan.device_of_node[n];
+    int chosen = -1;
+    for (const auto& [candidate_node, bytes] : problem.predecessors(n)) {
+      const int candidate = segment_of[candidate_node];
+      if (plan.device_of_node[candidate_node] != device || candidate == chosen) continue;
+      bool convex = true;
+      for (const auto& [other, other_bytes] : problem.predecessors(n)) {
+        if (segment_of[other] != candidate && position[other] > first_position[candidate]) {
+          convex = false;
+          break;
+        }
+      }
+      if (convex) {
+        chosen = candidate;
+        break;
+      }
+    }
+    // A node reading nothing from other nodes can join its device's latest segment: no path
+    // leads into it, so it cannot close a path that leaves the segment and comes back.
+    if (chosen < 0 && problem.predecessors(n).empty() && latest_on[device] >= 0)
+      chosen = latest_on[device];
+    if (chosen < 0) {
+      chosen = static_cast<int>(segments.size());
+      segments.push_back({device, {}});
+      first_position.push_back(position[n]);
+    }
+    segments[chosen].nodes.push_back(n);
+    segment_of[n] = chosen;
+    latest_on[device] = chosen;
+  }
+  return segments;
+}
+
+// Distinct devices other than `own` that a value's readers are on, with the first reader there.
+std::vector<std::pair<int, int>> reader_devices(const PlanningProblem::OutputValue& value,
+                                                const Plan& plan, const std::vector<int>& position,
+                                                int own) {
+  std::vector<std::pair<int, int>> devices;  // device, first reader
+  for (int reader : value.readers) {
+    const int device = plan.device_of_node[reader];
+    if (device == own) continue;
+    auto it = std::find_if(devices.begin(), devices.end(),
+                           [&](const auto& entry) { return entry.first == device; });
+    if (it == devices.end()) {
+      devices.push_back({device, reader});
+    } else if (position[reader] < position[it->second]) {
+      it->second = reader;
+    }
+  }
+  return devices;
+}
+
+Transfer make_transfer(const PlanningProblem& problem, const PlanningProblem::OutputValue& value,
+                       int from_node, int to_node, int from_device, int to_device, double bytes,
+                       double seconds) {
+  Transfer transfer;
+  transfer.value = value.value;
+  transfer.from_node = from_node;
+  transfer.to_node = to_node;
+  transfer.from_device = from_device;
+  transfer.to_device = to_device;
+  transfer.bytes = bytes;
+  transfer.path = problem.path(from_device, to_device);
+  transfer.seconds = seconds;
+  return transfer;
+}
+
+// List scheduling of a plan without stages or batch shares.
+void schedule(const PlanningProblem& problem, Plan& plan, const std::vector<int>& position) {
+  const int devices = problem.device_count();
+  std::vector<double> device_free(devices, 0), link_free(devices * devices, 0);
+  std::vector<double> inputs_ready(problem.node_count(), 0);
+  Prediction& predicted = plan.predicted;
+  for (int n : plan.order) {
+    const int device = plan.device_of_node[n];
+    const double start = std::max(device_free[device], inputs_ready[n]);
+    const double seconds = problem.seconds(n, device);
+    const double finish = start + seconds;
+    device_free[device] = finish;
+    predicted.busy_seconds[device] += seconds;
+    predicted.latency_seconds = std::max(predicted.latency_seconds, finish);
+    for (const PlanningProblem::OutputValue& value : problem.values_out(n)) {
+      for (int reader : value.readers) {
+        if (plan.device_of_node[reader] == device)
+          inputs_ready[reader] = std::max(inputs_ready[reader], finish);
+      }
+      for (const auto& [to, first_reader] : reader_devices(value, plan, position, device)) {
+        double& free = link_free[device * devices + to];
+        const double transfer_seconds = problem.transfer_seconds(value.bytes, device, to);
+        const double arrival = std::max(finish, free) + transfer_seconds;
+        free = arrival;
+        for (int reader : value.readers) {
+          if (plan.device_of_node[reader] == to)
+            inputs_ready[reader] = std::max(inputs_ready[reader], arrival);
+        }
+        plan.transfers.push_back(make_transfer(problem, value, n, first_reader, device, to,
+                                               value.bytes, transfer_seconds));
+      }
+    }
+  }
+  predicted.throughput_samples_per_second =
+      static_cast<double>(problem.options().batch) / predicted.latency_seconds;
+}
+
+// Pipeline: each micro-batch (batch / M samples) passes every stage in turn; a device holding
+// several stages runs them one after another, a pair of devices carries one transfer at a time.
+// Steady state is set by the busiest device or device pair; latency = the first micro-batch
+// through every stage and transfer, then M - 1 more at the steady-state interval.
+void schedule_pipeline(const PlanningProblem& problem, Plan& plan,
+                       const std::vector<int>& position) {
+  const int devices = problem.device_count();
+  const int microbatches = plan.microbatches;
+  const double fraction = 1.0 / microbatches;
+  std::vector<int> stage_of(problem.node_count(), -1);
+  std::vector<double> device_seconds(devices, 0);  // per micro-batch
+  double fill = 0;
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    Stage& stage = plan.stages[s];
+    stage.seconds = 0;
+    for (int i = stage.first_node; i <= stage.last_node; ++i) {
+      stage_of[plan.order[i]] = static_cast<int>(s);
+      stage.seconds += problem.seconds_for_share(plan.order[i], stage.device, fraction);
+    }
+    device_seconds[stage.device] += stage.seconds;
+    fill += stage.seconds;
+  }
+  for (int n = 0; n < problem.node_count(); ++n) {
+    if (stage_of[n] < 0) throw InputError("plan", "the stages do not cover every node");
+  }
+  std::vector<double> pair_seconds(devices * devices, 0);  // per micro-batch
+  for (int n : plan.order) {
+    const int device = plan.device_of_node[n];
+    for (const PlanningProblem::OutputValue& value : problem.values_out(n)) {
+      for (const auto& [to, first_reader] : reader_devices(value, plan, position, device)) {
+        const double seconds = problem.transfer_seconds(value.bytes * fraction, device, to);
+        pair_seconds[device * devices + to] += seconds;
+        fill += seconds;
+        plan.transfers.push_back(make_transfer(problem, value, n, first_reader, device, to,
+                                               value.bytes, seconds * microbatches));
+      }
+    }
+  }
+  double interval = 0;
+  for (double seconds : device_seconds) interval = std::max(interval, seconds);
+  for (double seconds : pair_seconds) interval = std::max(interval, seconds);
+  Prediction& predicted = plan.predicted;
+  for (int d = 0; d < devices; ++d) predicted.busy_seconds[d] = device_seconds[d] * microbatches;
+  predicted.latency_seconds = fill + (microbatches - 1) * interval;
+  predicted.throughput_samples_per_second =
+      static_cast<double>(problem.options().batch) * fraction / interval;
+}
+
+// Data parallel: every device with a share runs the whole graph on it, all at once.
+void schedule_data_parallel(const PlanningProblem& problem, Plan& plan) {
+  if (static_cast<int>(plan.batch_share.size()) != problem.device_count())
+    throw InputError("plan", "batch_share needs one entry per device");
+  Prediction& predicted = plan.predicted;
+  for (int d = 0; d < problem.device_count(); ++d) {
+    const double share = plan.batch_share[d];
+    if (share <= 0) continue;
+    double seconds = 0;
+    for (int n = 0; n < problem.node_count(); ++n)
+      seconds += problem.seconds_for_share(n, d, share);
+    predicted.busy_seconds[d] = seconds;
+    predicted.latency_seconds = std::max(predicted.latency_seconds, seconds);
+    plan.segments.push_back({d, plan.order});
+  }
+  predicted.throughput_samples_per_second =
+      static_cast<double>(problem.options().batch) / predicted.latency_seconds;
+}
+
+}  // namespace
+
+std::vector<double> memory_per_device(const PlanningProblem& problem, const Plan& plan) {
+  const int devices = problem.device_count();
+  std::vector<double> memory(devices, 0);
+  if (!plan.batch_share.empty()) {
+    const PlanningProblem::MemoryUse whole = problem.memory_use(plan.order);
+    for (int d = 0; d < devices && d < static_cast<int>(plan.batch_share.size()); ++d) {
+      if (plan.batch_share[d] > 0)
+        memory[d] = whole.weights + whole.activations * plan.batch_share[d];
+    }
+    return memory;
+  }
+  std::vector<std::vector<int>> nodes_on(devices);
+  for (int n : plan.order) nodes_on[plan.device_of_node[n]].push_back(n);
+  const double in_flight =
+      plan.stages.empty()
+          ? 1.0
+          : static_cast<double>(std::min(plan.microbatches, kMicrobatchesInFlight)) /
+                std::max(plan.microbatches, 1);
+  for (int d = 0; d < devices; ++d) {
+    if (nodes_on[d].empty()) continue;
+    const PlanningProblem::MemoryUse use = problem.memory_use(nodes_on[d]);
+    memory[d] = use.weights + use.activations * in_flight;
+  }
+  return memory;
+}
+
+namespace {
+
+double price_per_second(const PlanningProblem& problem, int device) {
+  return problem.cluster().devices[device].figures.price_per_hour.value / 3600.0;
+}
+
+// USD per million samples, 0 when a device used has no price.
+double cost_per_million(const PlanningProblem& problem, const std::vector<double>& busy,
+                        double throughput) {
+  double dollars_per_second = 0;
+  for (int d = 0; d < problem.device_count(); ++d) {
+    if (busy[d] <= 0) continue;
+    if (!problem.cluster().devices[d].figures.price_per_hour.known()) return 0;
+    dollars_per_second += price_per_second(problem, d);
+  }
+  return dollars_per_second / throughput * 1e6;
+}
+
+// The objective's figure of the best single device, as this plan's figure is measured.
+double best_single_figure(const PlanningProblem& problem) {
+  const int best = problem.best_single_device();
+  if (best < 0) return 0;
+  const double batch = static_cast<double>(problem.options().batch);
+  switch (problem.options().objective) {
+    case Objective::kLatency: return problem.single_device_seconds(best);
+    case Objective::kThroughput: return batch / problem.single_device_seconds(best);
+    case Objective::kCost: {
+      double cheapest = 0;
+      for (int d = 0; d < problem.device_count(); ++d) {
+        const bool usable = problem.single_device_seconds(d) < kInfinity &&
+                            problem.single_device_memory(d) <= problem.memory_capacity(d) &&
+                            problem.cluster().devices[d].figures.price_per_hour.known();
+        if (!usable) continue;
+        const double cost =
+            price_per_second(problem, d) * problem.single_device_seconds(d) / batch * 1e6;
+        if (cheapest == 0 || cost < cheapest) cheapest = cost;
+      }
+      return cheapest;
+    }
+  }
+  return 0;
+}
+
+// max over weightings y (y >= 0, sum 1) of sum over nodes of min over devices of y_d * t(n, d):
+// every such sum is a lower bound on the makespan (the weighted mean of the devices' loads is at
+// most the largest), and on the busiest device's time even when nodes are split. The function
+// is concave in y; a few rounds of exponentiated-gradient ascent (the gradient is the devices'
+// loads) from y proportional to each device's speed get close to its maximum, and any y gives
+// a valid bound.
+double work_bound(const PlanningProblem& problem) {
+  const int devices = problem.device_count();
+  const int nodes = problem.node_count();
+  std::vector<double> weight(devices, 0);
+  double total = 0;
+  for (int d = 0; d < devices; ++d) {
+    if (!problem.allowed(d)) continue;
+    double seconds = 0;
+    for (int n = 0; n < nodes; ++n) {
+      if (problem.runnable(n, d)) seconds += problem.seconds(n, d);
+    }
+    weight[d] = seconds > 0 ? 1 / seconds : 1;
+    total += weight[d];
+  }
+  if (total <= 0 || nodes == 0) return 0;
+  for (double& w : weight) w /= total;
+  constexpr int kRounds = 40;
+  double best = 0;
+  std::vector<double> load(devices);
+  for (int round = 0; round < kRounds; ++round) {
+    std::fill(load.begin(), load.end(), 0);
+    double bound = 0;
+    for (int n = 0; n < nodes; ++n) {
+      int chosen = -1;
+      double least = kInfinity;
+      for (int d = 0; d < devices; ++d) {
+        if (weight[d] <= 0 || !problem.runnable(n, d)) continue;
+        const double weighted = weight[d] * problem.seconds(n, d);
+        if (weighted < least) least = weighted, chosen = d;
+      }
+      if (chosen < 0) continue;
+      bound += least;
+      load[chosen] += problem.seconds(n, chosen);
+    }
+    best = std::max(best, bound);
+    const double heaviest = *std::max_element(load.begin(), load.end());
+    if (heaviest <= 0) break;
+    // Loaded devices weigh more, so that fewer nodes are cheapest there; steps shrink.
+    const double step = 1 / std::sqrt(round + 1.0);
+    total = 0;
+    for (int d = 0; d < devices; ++d) {
+      weight[d] *= std::exp(step * load[d] / heaviest);
+      total += weight[d];
+    }
+    for (double& w : weight) w /= total;
+  }
+  return best;
+}
+
+// The critical path with every node on its fastest device and transfers free. The batch may be
+// split (micro-batches, data-parallel shares) down to one sample, so a node counts only its
+// one-sample share of work plus its launch overhead.
+double critical_path_bound(const PlanningProblem& problem) {
+  const double sample = 1.0 / static_cast<double>(std::max<int64_t>(problem.options().batch, 1));
+  std::vector<double> finish(problem.node_count(), 0);
+  double longest = 0;
+  for (int n = 0; n < problem.node_count(); ++n) {
+    double fastest = kInfinity;
+    for (int d = 0; d < problem.device_count(); ++d)
+      fastest = std::min(fastest, problem.seconds_for_share(n, d, sample));
+    double start = 0;
+    for (const auto& [predecessor, bytes] : problem.predecessors(n))
+      start = std::max(start, finish[predecessor]);
+    finish[n] = start + fastest;
+    longest = std::max(longest, finish[n]);
+  }
+  return longest;
+}
+
+// Cost: each node must run somewhere for at least its time there, at that device's price.
+double cost_bound(const PlanningProblem& problem) {
+  double dollars = 0;
+  for (int n = 0; n < problem.node_count(); ++n) {
+    double cheapest = kInfinity;
+    for (int d = 0; d < problem.device_count(); ++d) {
+      if (!problem.cluster().devices[d].figures.price_per_hour.known()) continue;
+      cheapest = std::min(cheapest, price_per_second(problem, d) * problem.seconds(n, d));
+    }
+    if (cheapest == kInfinity) return 0;
+    dollars += cheapest;
+  }
+  return dollars / static_cast<double>(problem.options().batch) * 1e6;
+}
+
+std::string figure_source(const DeviceSpec& device, const std::string& cluster_file) {
+  if (!device.profile.empty()) return "calibration " + device.profile;
+  if (!device.preset.empty()) return "preset " + device.preset;
+  return "cluster file " + (cluster_file.empty() ? std::string("(built in)") : cluster_file);
+}
+
+}  // namespace
+
+void evaluate_plan(const PlanningProblem& problem, Plan& plan) {
+  check_shape(problem, plan);
+  const std::vector<int> position = positions(plan.order);
+  const int devices = problem.device_count();
+  plan.objective = problem.options().objective;
+  plan.segments.clear();
+  plan.transfers.clear();
+  plan.predicted = {};
+  plan.predicted.busy_seconds.assign(devices, 0);
+  plan.predicted.link_bytes.assign(problem.cluster().links.size(), 0);
+
+  if (!plan.batch_share.empty()) {
+    schedule_data_parallel(problem, plan);
+  } else if (!plan.stages.empty()) {
+    apply_stages(problem, plan);
+    schedule_pipeline(problem, plan, position);
+    plan.segments = find_segments(problem, plan, position);
+  } else {
+    schedule(problem, plan, position);
+    plan.segments = find_segments(problem, plan, position);
+  }
+  for (const Transfer& transfer : plan.transfers) {
+    for (const Cluster::Hop& hop : transfer.path)
+      plan.predicted.link_bytes[hop.link] += transfer.bytes;
+  }
+  plan.predicted.memory_bytes = memory_per_device(problem, plan);
+  plan.predicted.cost_per_million_samples = cost_per_million(
+      problem, plan.predicted.busy_seconds, plan.predicted.throughput_samples_per_second);
+
+  plan.lower_bound = problem.bound();
+  const double best_single = best_single_figure(problem);
+  const Prediction& predicted = plan.predicted;
+  switch (plan.objective) {
+    case Objective::kLatency:
+      plan.efficiency = plan.lower_bound / predicted.latency_seconds;
+      plan.speedup_over_best_single = best_single / predicted.latency_seconds;
+      break;
+    case Objective::kThroughput:
+      plan.efficiency = predicted.throughput_samples_per_second / plan.lower_bound;
+      plan.speedup_over_best_single =
+          best_single > 0 ? predicted.throughput_samples_per_second / best_single : 0;
+      break;
+    case Objective::kCost:
+      plan.efficiency = predicted.cost_per_million_samples > 0
+                            ? plan.lower_bound / predicted.cost_per_million_samples
+                            : 0;
+      plan.speedup_over_best_single = predicted.cost_per_million_samples > 0
+                                          ? best_single / predicted.cost_per_million_samples
+                                          : 0;
+      break;
+  }
+  plan.figure_sources.clear();
+  for (const DeviceSpec& device : problem.cluster().devices)
+    plan.figure_sources.push_back(figure_source(device, problem.cluster().file));
+}
+
+MemoryCheck check_memory(const PlanningProblem& problem, const Plan& plan) {
+  Plan copy;  // memory_per_device needs an order; the plan's own when it has one
+  const Plan* source = &plan;
+  if (plan.order.empty()) {
+    copy = plan;
+    copy.order.resize(problem.node_count());
+    for (int n = 0; n < problem.node_count(); ++n) copy.order[n] = n;
+    source = &copy;
+  }
+  const std::vector<double> memory = memory_per_device(problem, *source);
+  MemoryCheck check;
+  for (int d = 0; d < problem.device_count(); ++d) {
+    const double shortfall = memory[d] - problem.memory_capacity(d);
+    if (shortfall > 0) return {false, d, shortfall};
+  }
+  return check;
+}
+
+double lower_bound(const PlanningProblem& problem) {
+  switch (problem.options().objective) {
+    case Objective::kLatency: return std::max(critical_path_bound(problem), work_bound(problem));
+    case Objective::kThroughput: {
+      const double work = work_bound(problem);
+      return work > 0 ? static_cast<double>(problem.options().batch) / work : kInfinity;
+    }
+    case Objective::kCost: return cost_bound(problem);
+  }
+  return 0;
+}
+
+}  // namespace tandem

@@ -1,0 +1,30 @@
+#pragma once
+#include "plan/plan.h"
+#include "plan/problem.h"
+
+namespace tandem {
+
+// Fills a plan's segments, transfers, prediction, bound, efficiency from its placement
+// (device_of_node) and order: list scheduling in plan.order, each device running one node at
+// a time, a node starting when its inputs have arrived (transfers over the cost model's paths,
+// a link carrying one transfer at a time), stages and micro-batches for pipeline plans, batch
+// shares for data-parallel plans. Fast: linear in nodes + edges.
+void evaluate_plan(const PlanningProblem& problem, Plan& plan);
+
+// Whether the plan fits every device's memory; when not, names the first device that is
+// short and by how many bytes.
+struct MemoryCheck {
+  bool fits = true;
+  int device = -1;
+  double short_bytes = 0;
+};
+MemoryCheck check_memory(const PlanningProblem& problem, const Plan& plan);
+// Bytes the plan needs on each device (what Prediction::memory_bytes holds once evaluated).
+std::vector<double> memory_per_device(const PlanningProblem& problem, const Plan& plan);
+
+// The lower bound for the problem's objective: for latency, the larger of the critical path
+// with every node on its fastest device (transfers free) and the total work over the aggregate
+// speed; for throughput, the divisible-load bound (every device busy all the time).
+double lower_bound(const PlanningProblem& problem);
+
+}  // namespace tandem

@@ -1,0 +1,338 @@
+#include "plan/plan_json.h"
+
+#include <fstream>
+
+#include "ir/error.h"
+
+namespace tandem {
+namespace {
+
+constexpr const char* kFormat = "tandem-plan";
+
+std::string node_name(const PlanningProblem& problem, int node) {
+  return problem.graph() ? problem.graph()->nodes[node].name : "n" + std::to_string(node);
+}
+
+std::string value_name(const PlanningProblem& problem, int value) {
+  return problem.graph() && value >= 0 ? problem.graph()->values[value].name : "";
+}
+
+const std::string& device_id(const PlanningProblem& problem, int device) {
+  return problem.cluster().devices[device].id;
+}
+
+std::string link_name(const LinkSpec& link) { return link.from + "-" + link.to; }
+
+// Per-device figures as an object keyed by device id.
+nlohmann::json by_device(const PlanningProblem& problem, const std::vector<double>& values) {
+  nlohmann::json json = nlohmann::json::object();
+  for (size_t d = 0; d < values.size(); ++d)
+    json[device_id(problem, static_cast<int>(d))] = values[d];
+  return json;
+}
+
+// Reads fields with errors that name the file and the field.
+class Reader {
+ public:
+  Reader(const PlanningProblem& problem, std::string file)
+      : problem_(problem), file_(std::move(file)) {}
+
+  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+    throw InputError(file_, "field '" + field + "': " + what);
+  }
+  const nlohmann::json& at(const nlohmann::json& json, const std::string& key,
+                           const std::string& field) const {
+    if (!json.is_object() || !json.contains(key)) fail(field, "missing");
+    return json.at(key);
+  }
+  double number(const nlohmann::json& json, const std::string& field) const {
+    if (!json.is_number()) fail(field, "expected a number");
+    return json.get<double>();
+  }
+  int integer(const nlohmann::json& json, const std::string& field, int low, int high) const {
+    if (!json.is_number_integer()) fail(field, "expected an integer");
+    const int64_t value = json.get<int64_t>();
+    if (value < low || value > high)
+      fail(field, std::to_string(value) + " is outside " + std::to_string(low) + ".." +
+                      std::to_string(high));
+    return static_cast<int>(value);
+  }
+  std::string text(const nlohmann::json& json, const std::string& field) const {
+    if (!json.is_string()) fail(field, "expected a string");
+    return json.get<std::string>();
+  }
+  const nlohmann::json& array(const nlohmann::json& json, const std::string& field) const {
+    if (!json.is_array()) fail(field, "expected an array");
+    return json;
+  }
+  int device(const nlohmann::json& json, const std::string& field) const {
+    const std::string id = text(json, field);
+    const int index = problem_.cluster().device_index(id);
+    if (index < 0) fail(field, "no device '" + id + "' in the cluster");
+    return index;
+  }
+  int node(const nlohmann::json& json, const std::string& field) const {
+    return integer(json, field, 0, problem_.node_count() - 1);
+  }
+  std::vector<double> per_device(const nlohmann::json& json, const std::string& field) const {
+    if (!json.is_object()) fail(field, "expected an object keyed by device id");
+    std::vector<double> values(problem_.device_count(), 0);
+    for (const auto& [id, value] : json.items()) {
+      const int index = problem_.cluster().device_index(id);
+      if (index < 0) fail(field + "." + id, "no device '" + id + "' in the cluster");
+      values[index] = number(value, field + "." + id);
+    }
+    return values;
+  }
+
+ private:
+  const PlanningProblem& problem_;
+  std::string file_;
+};
+
+}  // namespace
+
+nlohmann::json plan_json(const Plan& plan, const PlanningProblem& problem) {
+  const Cluster& cluster = problem.cluster();
+  nlohmann::json json;
+  json["format"] = kFormat;
+  json["version"] = Plan::kFormatVersion;
+  json["strategy"] = plan.strategy;
+  json["objective"] = objective_name(plan.objective);
+  json["cluster"] = cluster.file;
+  json["batch"] = problem.options().batch;
+  json["microbatches"] = plan.microbatches;
+  nlohmann::json devices = nlohmann::json::array();
+  for (size_t d = 0; d < cluster.devices.size(); ++d) {
+    devices.push_back({{"id", cluster.devices[d].id},
+                       {"kind", device_kind_name(cluster.devices[d].kind)},
+                       {"figures", d < plan.figure_sources.size() ? plan.figure_sources[d] : ""}});
+  }
+  json["devices"] = devices;
+  nlohmann::json nodes = nlohmann::json::array();
+  for (int n = 0; n < problem.node_count(); ++n) {
+    nlohmann::json node = {{"name", node_name(problem, n)},
+                           {"device", device_id(problem, plan.device_of_node[n])}};
+    if (problem.graph()) node["op"] = problem.graph()->nodes[n].op_type;
+    nodes.push_back(node);
+  }
+  json["nodes"] = nodes;
+  json["order"] = plan.order;
+  nlohmann::json segments = nlohmann::json::array();
+  for (const Segment& segment : plan.segments)
+    segments.push_back({{"device", device_id(problem, segment.device)}, {"nodes", segment.nodes}});
+  json["segments"] = segments;
+  nlohmann::json transfers = nlohmann::json::array();
+  for (const Transfer& transfer : plan.transfers) {
+    nlohmann::json path = nlohmann::json::array();
+    for (const Cluster::Hop& hop : transfer.path) {
+      path.push_back({{"link", hop.link},
+                      {"name", link_name(cluster.links[hop.link])},
+                      {"forward", hop.forward}});
+    }
+    transfers.push_back({{"value", value_name(problem, transfer.value)},
+                         {"from_node", transfer.from_node},
+                         {"to_node", transfer.to_node},
+                         {"from", device_id(problem, transfer.from_device)},
+                         {"to", device_id(problem, transfer.to_device)},
+                         {"bytes", transfer.bytes},
+                         {"seconds", transfer.seconds},
+                         {"path", path}});
+  }
+  json["transfers"] = transfers;
+  nlohmann::json stages = nlohmann::json::array();
+  for (const Stage& stage : plan.stages) {
+    stages.push_back({{"device", device_id(problem, stage.device)},
+                      {"first", stage.first_node},
+                      {"last", stage.last_node},
+                      {"seconds", stage.seconds}});
+  }
+  json["stages"] = stages;
+  json["batch_share"] =
+      plan.batch_share.empty() ? nlohmann::json::object() : by_device(problem, plan.batch_share);
+  const Prediction& predicted = plan.predicted;
+  nlohmann::json links = nlohmann::json::array();
+  for (size_t l = 0; l < predicted.link_bytes.size(); ++l)
+    links.push_back(
+        {{"link", l}, {"name", link_name(cluster.links[l])}, {"bytes", predicted.link_bytes[l]}});
+  json["predicted"] = {{"latency_seconds", predicted.latency_seconds},
+                       {"throughput_samples_per_second", predicted.throughput_samples_per_second},
+                       {"cost_per_million_samples", predicted.cost_per_million_samples},
+                       {"busy_seconds", by_device(problem, predicted.busy_seconds)},
+                       {"memory_bytes", by_device(problem, predicted.memory_bytes)},
+                       {"link_bytes", links}};
+  json["lower_bound"] = plan.lower_bound;
+  json["efficiency"] = plan.efficiency;
+  json["speedup_over_best_single"] = plan.speedup_over_best_single;
+  return json;
+}
+
+void write_plan(const std::string& path, const Plan& plan, const PlanningProblem& problem) {
+  std::ofstream file(path);
+  if (!file) throw InputError(path, "cannot write the plan file");
+  file << plan_json(plan, problem).dump(2) << "\n";
+  if (!file) throw InputError(path, "cannot write the plan file");
+}
+
+Plan plan_from_json(const nlohmann::json& json, const PlanningProblem& problem,
+                    const std::string& file) {
+  const Reader read(problem, file);
+  if (!json.is_object() || json.value("format", "") != kFormat)
+    read.fail("format", std::string("expected \"") + kFormat + "\"");
+  const int version = read.integer(read.at(json, "version", "version"), "version", 0, 1 << 20);
+  if (version != Plan::kFormatVersion)
+    read.fail("version", "version " + std::to_string(version) + " is not supported (this is " +
+                             std::to_string(Plan::kFormatVersion) + ")");
+  Plan plan;
+  plan.strategy = read.text(read.at(json, "strategy", "strategy"), "strategy");
+  const std::string objective = read.text(read.at(json, "objective", "objective"), "objective");
+  bool known = false;
+  for (Objective candidate : {Objective::kLatency, Objective::kThroughput, Objective::kCost}) {
+    if (objective_name(candidate) == objective) plan.objective = candidate, known = true;
+  }
+  if (!known) read.fail("objective", "expected latency, throughput or cost");
+  plan.microbatches =
+      read.integer(read.at(json, "microbatches", "microbatches"), "microbatches", 1, 1 << 30);
+
+  const nlohmann::json& nodes = read.array(read.at(json, "nodes", "nodes"), "nodes");
+  if (static_cast<int>(nodes.size()) != problem.node_count())
+    read.fail("nodes", std::to_string(nodes.size()) + " nodes; the model has " +
+                           std::to_string(problem.node_count()));
+  for (int n = 0; n < problem.node_count(); ++n) {
+    const std::string field = "nodes[" + std::to_string(n) + "]";
+    const std::string name = read.text(read.at(nodes[n], "name", field + ".name"), field + ".name");
+    if (name != node_name(problem, n))
+      read.fail(field + ".name",
+                "'" + name + "' where the model has '" + node_name(problem, n) + "'");
+    plan.device_of_node.push_back(
+        read.device(read.at(nodes[n], "device", field + ".device"), field + ".device"));
+  }
+  const nlohmann::json& order = read.array(read.at(json, "order", "order"), "order");
+  std::vector<bool> seen(problem.node_count(), false);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const int n = read.node(order[i], "order[" + std::to_string(i) + "]");
+    if (seen[n]) read.fail("order", "node " + std::to_string(n) + " appears twice");
+    seen[n] = true;
+    plan.order.push_back(n);
+  }
+  if (static_cast<int>(plan.order.size()) != problem.node_count())
+    read.fail("order", "must list every node once");
+
+  const nlohmann::json& segments = read.array(read.at(json, "segments", "segments"), "segments");
+  for (size_t s = 0; s < segments.size(); ++s) {
+    const std::string field = "segments[" + std::to_string(s) + "]";
+    Segment segment;
+    segment.device =
+        read.device(read.at(segments[s], "device", field + ".device"), field + ".device");
+    const nlohmann::json& members =
+        read.array(read.at(segments[s], "nodes", field + ".nodes"), field + ".nodes");
+    for (size_t i = 0; i < members.size(); ++i)
+      segment.nodes.push_back(read.node(members[i], field + ".nodes[" + std::to_string(i) + "]"));
+    plan.segments.push_back(std::move(segment));
+  }
+
+  const int links = static_cast<int>(problem.cluster().links.size());
+  const nlohmann::json& transfers =
+      read.array(read.at(json, "transfers", "transfers"), "transfers");
+  for (size_t t = 0; t < transfers.size(); ++t) {
+    const std::string field = "transfers[" + std::to_string(t) + "]";
+    const nlohmann::json& entry = transfers[t];
+    Transfer transfer;
+    const std::string value =
+        read.text(read.at(entry, "value", field + ".value"), field + ".value");
+    if (problem.graph() && !value.empty()) {
+      transfer.value = problem.graph()->find_value(value);
+      if (transfer.value < 0) read.fail(field + ".value", "no value '" + value + "' in the model");
+    }
+    transfer.from_node =
+        read.node(read.at(entry, "from_node", field + ".from_node"), field + ".from_node");
+    transfer.to_node = read.node(read.at(entry, "to_node", field + ".to_node"), field + ".to_node");
+    transfer.from_device = read.device(read.at(entry, "from", field + ".from"), field + ".from");
+    transfer.to_device = read.device(read.at(entry, "to", field + ".to"), field + ".to");
+    transfer.bytes = read.number(read.at(entry, "bytes", field + ".bytes"), field + ".bytes");
+    transfer.seconds =
+        read.number(read.at(entry, "seconds", field + ".seconds"), field + ".seconds");
+    const nlohmann::json& path =
+        read.array(read.at(entry, "path", field + ".path"), field + ".path");
+    for (size_t h = 0; h < path.size(); ++h) {
+      const std::string hop_field = field + ".path[" + std::to_string(h) + "]";
+      Cluster::Hop hop;
+      hop.link = read.integer(read.at(path[h], "link", hop_field + ".link"), hop_field + ".link", 0,
+                              links - 1);
+      const nlohmann::json& forward = read.at(path[h], "forward", hop_field + ".forward");
+      if (!forward.is_boolean()) read.fail(hop_field + ".forward", "expected true or false");
+      hop.forward = forward.get<bool>();
+      transfer.path.push_back(hop);
+    }
+    plan.transfers.push_back(std::move(transfer));
+  }
+
+  const nlohmann::json& stages = read.array(read.at(json, "stages", "stages"), "stages");
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const std::string field = "stages[" + std::to_string(s) + "]";
+    Stage stage;
+    stage.device = read.device(read.at(stages[s], "device", field + ".device"), field + ".device");
+    stage.first_node = read.node(read.at(stages[s], "first", field + ".first"), field + ".first");
+    stage.last_node = read.node(read.at(stages[s], "last", field + ".last"), field + ".last");
+    if (stage.last_node < stage.first_node) read.fail(field + ".last", "before its first node");
+    stage.seconds =
+        read.number(read.at(stages[s], "seconds", field + ".seconds"), field + ".seconds");
+    plan.stages.push_back(stage);
+  }
+  const nlohmann::json& shares = read.at(json, "batch_share", "batch_share");
+  if (!shares.empty()) plan.batch_share = read.per_device(shares, "batch_share");
+
+  const nlohmann::json& predicted = read.at(json, "predicted", "predicted");
+  const auto figure = [&](const char* key) {
+    return read.number(read.at(predicted, key, std::string("predicted.") + key),
+                       std::string("predicted.") + key);
+  };
+  plan.predicted.latency_seconds = figure("latency_seconds");
+  plan.predicted.throughput_samples_per_second = figure("throughput_samples_per_second");
+  plan.predicted.cost_per_million_samples = figure("cost_per_million_samples");
+  plan.predicted.busy_seconds = read.per_device(
+      read.at(predicted, "busy_seconds", "predicted.busy_seconds"), "predicted.busy_seconds");
+  plan.predicted.memory_bytes = read.per_device(
+      read.at(predicted, "memory_bytes", "predicted.memory_bytes"), "predicted.memory_bytes");
+  plan.predicted.link_bytes.assign(links, 0);
+  const nlohmann::json& link_bytes =
+      read.array(read.at(predicted, "link_bytes", "predicted.link_bytes"), "predicted.link_bytes");
+  for (size_t i = 0; i < link_bytes.size(); ++i) {
+    const std::string field = "predicted.link_bytes[" + std::to_string(i) + "]";
+    const int link = read.integer(read.at(link_bytes[i], "link", field + ".link"), field + ".link",
+                                  0, links - 1);
+    plan.predicted.link_bytes[link] =
+        read.number(read.at(link_bytes[i], "bytes", field + ".bytes"), field + ".bytes");
+  }
+  plan.lower_bound = read.number(read.at(json, "lower_bound", "lower_bound"), "lower_bound");
+  plan.efficiency = read.number(read.at(json, "efficiency", "efficiency"), "efficiency");
+  plan.speedup_over_best_single =
+      read.number(read.at(json, "speedup_over_best_single", "speedup_over_best_single"),
+                  "speedup_over_best_single");
+  const nlohmann::json& devices = read.array(read.at(json, "devices", "devices"), "devices");
+  if (static_cast<int>(devices.size()) != problem.device_count())
+    read.fail("devices", std::to_string(devices.size()) + " devices; the cluster has " +
+                             std::to_string(problem.device_count()));
+  for (size_t d = 0; d < devices.size(); ++d) {
+    const std::string field = "devices[" + std::to_string(d) + "]";
+    if (read.device(read.at(devices[d], "id", field + ".id"), field + ".id") != static_cast<int>(d))
+      read.fail(field + ".id", "devices must be listed in the cluster's order");
+    plan.figure_sources.push_back(
+        read.text(read.at(devices[d], "figures", field + ".figures"), field + ".figures"));
+  }
+  return plan;
+}
+
+Plan read_plan(const std::string& path, const PlanningProblem& problem) {
+  std::ifstream file(path);
+  if (!file) throw InputError(path, "cannot open the plan file");
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(file);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(path, std::string("not JSON: ") + e.what());
+  }
+  return plan_from_json(json, problem, path);
+}
+
+}  // namespace tandem

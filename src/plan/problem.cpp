@@ -1,0 +1,349 @@
+#include "plan/problem.h"
+
+#include <algorithm>
+
+#include "cost/memory_footprint.h"
+#include "devices/capabilities.h"
+#include "ir/error.h"
+#include "ir/op_schema.h"
+#include "plan/evaluate.h"
+
+namespace tandem {
+namespace {
+
+// Probes of the cost model's transfer time: store-and-forward hops are latency + bytes /
+// bandwidth each, so the time is affine in bytes and two probes give it exactly.
+constexpr double kProbeBytes = 1 << 30;
+
+// Glob with * (any run) and ? (any one character).
+bool glob_matches(std::string_view pattern, std::string_view text) {
+  size_t p = 0, t = 0, star = std::string_view::npos, resume = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
+      ++p, ++t;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      resume = t;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      t = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+std::string pin_text(const Pin& pin) { return "--pin " + pin.pattern + "=" + pin.device; }
+
+std::string device_list(const Cluster& cluster) {
+  std::string ids;
+  for (const DeviceSpec& device : cluster.devices) ids += (ids.empty() ? "" : ", ") + device.id;
+  return ids;
+}
+
+// Values a node reads from its graph: its inputs and what its subgraphs capture.
+std::vector<int> values_read(const Node& node, const Graph& graph) {
+  std::vector<int> read;
+  for (int in : node.inputs) {
+    if (in >= 0) read.push_back(in);
+  }
+  for (const auto& [key, attribute] : node.attributes) {
+    const auto* subgraph = std::get_if<std::shared_ptr<Graph>>(&attribute);
+    if (!subgraph || !*subgraph) continue;
+    for (const std::string& name : Graph::captured_names(**subgraph)) {
+      const int id = graph.find_value(name);
+      if (id >= 0) read.push_back(id);
+    }
+  }
+  std::sort(read.begin(), read.end());
+  read.erase(std::unique(read.begin(), read.end()), read.end());
+  return read;
+}
+
+}  // namespace
+
+std::string_view objective_name(Objective objective) {
+  switch (objective) {
+    case Objective::kLatency: return "latency";
+    case Objective::kThroughput: return "throughput";
+    case Objective::kCost: return "cost";
+  }
+  return "latency";
+}
+
+PlanningProblem::PlanningProblem(const Graph& graph, const Cluster& cluster, const CostModel& cost,
+                                 PlanOptions options)
+    : graph_(&graph), cost_(cost), options_(std::move(options)) {
+  (void)cluster;  // the cost model's cluster is the one costed (profiles applied)
+  const int devices = device_count();
+  const int nodes = static_cast<int>(graph.nodes.size());
+  allowed_.assign(devices, true);
+  for (const std::string& id : options_.excluded) {
+    const int device = this->cluster().device_index(id);
+    if (device < 0) {
+      throw InputError("--exclude " + id, "no device '" + id + "' in the cluster (devices: " +
+                                              device_list(this->cluster()) + ")");
+    }
+    allowed_[device] = false;
+  }
+  std::vector<int> pin_device(options_.pins.size());
+  for (size_t i = 0; i < options_.pins.size(); ++i) {
+    const Pin& pin = options_.pins[i];
+    pin_device[i] = this->cluster().device_index(pin.device);
+    if (pin_device[i] < 0) {
+      throw InputError(pin_text(pin), "no device '" + pin.device + "' in the cluster (devices: " +
+                                          device_list(this->cluster()) + ")");
+    }
+    if (!allowed_[pin_device[i]])
+      throw InputError(pin_text(pin), "device '" + pin.device + "' is excluded (--exclude)");
+  }
+
+  // The last matching pin decides, so a specific pin may follow a broad one.
+  std::vector<int> pinned(nodes, -1);
+  std::vector<bool> pin_used(options_.pins.size(), false);
+  for (int n = 0; n < nodes; ++n) {
+    const Node& node = graph.nodes[n];
+    for (size_t i = 0; i < options_.pins.size(); ++i) {
+      const Pin& pin = options_.pins[i];
+      if (!glob_matches(pin.pattern, node.name) && !glob_matches(pin.pattern, node.op_type))
+        continue;
+      pin_used[i] = true;
+      pinned[n] = pin_device[i];
+    }
+    if (pinned[n] < 0) continue;
+    const DeviceSpec& device = this->cluster().devices[pinned[n]];
+    const std::string reason = cannot_run_reason(device, node, graph);
+    if (!reason.empty()) {
+      throw InputError("--pin", node.label() + " is pinned to " + device.id +
+                                    ", which cannot run it: " + reason);
+    }
+  }
+  for (size_t i = 0; i < options_.pins.size(); ++i) {
+    if (!pin_used[i])
+      throw InputError(pin_text(options_.pins[i]), "matches no node name or op type");
+  }
+
+  seconds_.assign(nodes, std::vector<double>(devices, kInfinity));
+  for (int n = 0; n < nodes; ++n) {
+    for (int d = 0; d < devices; ++d) {
+      if (!allowed_[d] || (pinned[n] >= 0 && pinned[n] != d)) continue;
+      seconds_[n][d] = cost_.op_seconds(graph.nodes[n], graph, d);
+    }
+  }
+
+  // Edges, values and weights from what each node reads.
+  successors_.assign(nodes, {});
+  predecessors_.assign(nodes, {});
+  values_out_.assign(nodes, {});
+  weight_bytes_.assign(nodes, 0);
+  output_bytes_.assign(nodes, 0);
+  std::vector<int> slot_of_value(graph.values.size(), -1);  // index in its producer's values_out
+  for (int n = 0; n < nodes; ++n) {
+    for (int out : graph.nodes[n].outputs) {
+      if (out < 0) continue;
+      slot_of_value[out] = static_cast<int>(values_out_[n].size());
+      values_out_[n].push_back({out, type_bytes(graph.values[out].type), {}});
+      output_bytes_[n] += values_out_[n].back().bytes;
+    }
+  }
+  for (int n = 0; n < nodes; ++n) {
+    const std::vector<int> read = values_read(graph.nodes[n], graph);
+    const int node_index[] = {n};
+    weight_bytes_[n] = weights_bytes(graph, node_index);
+    for (int id : read) {
+      const int producer = graph.values[id].producer;
+      if (producer < 0 || producer >= n || slot_of_value[id] < 0) continue;
+      OutputValue& value = values_out_[producer][slot_of_value[id]];
+      value.readers.push_back(n);
+      auto& edges = predecessors_[n];
+      auto edge = std::find_if(edges.begin(), edges.end(),
+                               [&](const auto& e) { return e.first == producer; });
+      if (edge == edges.end()) {
+        edges.push_back({producer, value.bytes});
+      } else {
+        edge->second += value.bytes;
+      }
+    }
+    for (const auto& [producer, bytes] : predecessors_[n])
+      successors_[producer].push_back({n, bytes});
+  }
+  for (int id : graph.inputs) input_bytes_ += type_bytes(graph.values[id].type);
+  final_output_bytes_.assign(nodes, 0);
+  for (int id : graph.outputs) {
+    const int producer = graph.values[id].producer;
+    if (producer >= 0) final_output_bytes_[producer] += type_bytes(graph.values[id].type);
+  }
+
+  validate_runnable();
+  build_transfers_and_paths();
+  build_single_device_figures();
+  bound_ = lower_bound(*this);
+}
+
+PlanningProblem::PlanningProblem(const Cluster& cluster, const CostModel& cost,
+                                 std::vector<std::vector<double>> seconds,
+                                 std::vector<std::vector<std::pair<int, double>>> successors,
+                                 std::vector<double> weight_bytes, std::vector<double> output_bytes,
+                                 PlanOptions options)
+    : cost_(cost),
+      options_(std::move(options)),
+      seconds_(std::move(seconds)),
+      successors_(std::move(successors)),
+      weight_bytes_(std::move(weight_bytes)),
+      output_bytes_(std::move(output_bytes)) {
+  (void)cluster;
+  const int devices = device_count();
+  const int nodes = node_count();
+  if (static_cast<int>(successors_.size()) != nodes ||
+      static_cast<int>(weight_bytes_.size()) != nodes ||
+      static_cast<int>(output_bytes_.size()) != nodes) {
+    throw InputError("synthetic problem", "seconds, successors and bytes differ in node count");
+  }
+  allowed_.assign(devices, true);
+  for (const std::string& id : options_.excluded) {
+    const int device = this->cluster().device_index(id);
+    if (device < 0) throw InputError("--exclude " + id, "no device '" + id + "' in the cluster");
+    allowed_[device] = false;
+  }
+  predecessors_.assign(nodes, {});
+  values_out_.assign(nodes, {});
+  final_output_bytes_.assign(nodes, 0);
+  for (int n = 0; n < nodes; ++n) {
+    if (successors_[n].empty()) final_output_bytes_[n] = output_bytes_[n];
+    if (static_cast<int>(seconds_[n].size()) != devices)
+      throw InputError("synthetic problem", "node " + std::to_string(n) + " has a wrong row");
+    for (int d = 0; d < devices; ++d) {
+      if (!allowed_[d]) seconds_[n][d] = kInfinity;
+    }
+    for (const auto& [successor, bytes] : successors_[n]) {
+      if (successor <= n || successor >= nodes)
+        throw InputError("synthetic problem", "edges must go to later nodes");
+      predecessors_[successor].push_back({n, bytes});
+      values_out_[n].push_back({-1, bytes, {successor}});
+    }
+  }
+  validate_runnable();
+  build_transfers_and_paths();
+  build_single_device_figures();
+  bound_ = lower_bound(*this);
+}
+
+void PlanningProblem::validate_runnable() const {
+  for (int n = 0; n < node_count(); ++n) {
+    bool any = false;
+    for (int d = 0; d < device_count() && !any; ++d) any = runnable(n, d);
+    if (any) continue;
+    if (!graph_) throw InputError("node " + std::to_string(n), "no allowed device can run it");
+    const Node& node = graph_->nodes[n];
+    std::string reasons;
+    for (int d = 0; d < device_count(); ++d) {
+      const DeviceSpec& device = cluster().devices[d];
+      std::string reason = allowed_[d] ? cannot_run_reason(device, node, *graph_) : "excluded";
+      if (reason.empty()) reason = "no figures to predict its time";
+      reasons += (reasons.empty() ? "" : "; ") + device.id + ": " + reason;
+    }
+    throw InputError(node.label(), "no device can run it (" + reasons + ")");
+  }
+}
+
+void PlanningProblem::build_transfers_and_paths() {
+  const int devices = device_count();
+  transfer_latency_.assign(devices, std::vector<double>(devices, 0));
+  transfer_bandwidth_.assign(devices, std::vector<double>(devices, kInfinity));
+  paths_.assign(static_cast<size_t>(devices) * devices, {});
+  for (int from = 0; from < devices; ++from) {
+    for (int to = 0; to < devices; ++to) {
+      if (from == to) continue;
+      paths_[from * devices + to] = cluster().path(from, to);
+      const double latency = cost_.transfer_seconds(0, from, to);
+      const double large = cost_.transfer_seconds(kProbeBytes, from, to);
+      transfer_latency_[from][to] = latency;
+      transfer_bandwidth_[from][to] = large < kInfinity ? kProbeBytes / (large - latency) : 0;
+    }
+  }
+}
+
+void PlanningProblem::build_single_device_figures() {
+  const int devices = device_count();
+  single_seconds_.assign(devices, 0);
+  single_memory_.assign(devices, 0);
+  std::vector<int> all(node_count());
+  for (int n = 0; n < node_count(); ++n) all[n] = n;
+  const double memory = memory_use(all).total();
+  for (int d = 0; d < devices; ++d) {
+    for (int n = 0; n < node_count(); ++n) single_seconds_[d] += seconds_[n][d];
+    single_memory_[d] = memory;
+    if (single_seconds_[d] < kInfinity && memory <= memory_capacity(d) &&
+        (best_single_ < 0 || single_seconds_[d] < single_seconds_[best_single_])) {
+      best_single_ = d;
+    }
+  }
+}
+
+double PlanningProblem::memory_capacity(int device) const {
+  const Figure& capacity = cluster().devices[device].figures.memory_bytes;
+  return capacity.known() ? capacity.value : kInfinity;
+}
+
+double PlanningProblem::launch_overhead(int device) const {
+  return cluster().devices[device].figures.launch_overhead.value;
+}
+
+double PlanningProblem::seconds_for_share(int node, int device, double fraction) const {
+  const double seconds = seconds_[node][device];
+  if (fraction >= 1 || seconds == kInfinity) return seconds;
+  const double overhead = std::min(seconds, launch_overhead(device));
+  return (seconds - overhead) * fraction + overhead;
+}
+
+double PlanningProblem::transfer_seconds(double bytes, int from, int to) const {
+  if (from == to) return 0;
+  return transfer_latency_[from][to] + bytes / transfer_bandwidth_[from][to];
+}
+
+PlanningProblem::MemoryUse PlanningProblem::memory_use(std::span<const int> nodes_in_order) const {
+  if (graph_) {
+    return {weights_bytes(*graph_, nodes_in_order), peak_activation_bytes(*graph_, nodes_in_order)};
+  }
+  // Synthetic problems: each node's weights are its own; a node's output lives from its step to
+  // its last reader here, and one step more when read elsewhere (while it is sent), to the end
+  // when nothing reads it (a graph output); an input from another device lives from its first
+  // reader to its last.
+  const int steps = static_cast<int>(nodes_in_order.size());
+  std::vector<int> step_of(node_count(), -1);
+  for (int s = 0; s < steps; ++s) step_of[nodes_in_order[s]] = s;
+  std::vector<double> delta(steps + 1, 0);
+  double weights = 0;
+  std::vector<int> first_read(node_count(), -1), last_read(node_count(), -1);
+  std::vector<int> incoming;
+  for (int s = 0; s < steps; ++s) {
+    const int n = nodes_in_order[s];
+    weights += weight_bytes_[n];
+    int last = values_out_[n].empty() ? steps - 1 : s;
+    for (const OutputValue& value : values_out_[n]) {
+      for (int reader : value.readers)
+        last = std::max(last, step_of[reader] >= 0 ? step_of[reader] : std::min(s + 1, steps - 1));
+    }
+    delta[s] += output_bytes_[n];
+    delta[last + 1] -= output_bytes_[n];
+    for (const auto& [producer, bytes] : predecessors_[n]) {
+      if (step_of[producer] >= 0) continue;
+      if (first_read[producer] < 0) first_read[producer] = s, incoming.push_back(producer);
+      last_read[producer] = s;
+    }
+  }
+  for (int producer : incoming) {
+    delta[first_read[producer]] += output_bytes_[producer];
+    delta[last_read[producer] + 1] -= output_bytes_[producer];
+  }
+  double live = 0, peak = 0;
+  for (int s = 0; s < steps; ++s) {
+    live += delta[s];
+    peak = std::max(peak, live);
+  }
+  return {weights, peak};
+}
+
+}  // namespace tandem

@@ -1,0 +1,135 @@
+#pragma once
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cost/cost_model.h"
+#include "ir/graph.h"
+
+namespace tandem {
+
+enum class Objective { kLatency, kThroughput, kCost };
+std::string_view objective_name(Objective objective);  // "latency", "throughput", "cost"
+
+// A user's pin: nodes whose name (or op type, for patterns like 'Gather*') matches `pattern`
+// (glob: * and ?) must run on `device`.
+struct Pin {
+  std::string pattern;
+  std::string device;  // a device id of the cluster
+};
+
+struct PlanOptions {
+  Objective objective = Objective::kLatency;
+  int microbatches = 1;  // for throughput: the batch is split into this many micro-batches
+  double max_latency_seconds = 0;  // for cost: plans slower than this are refused (0 = none)
+  std::vector<Pin> pins;
+  std::vector<std::string> excluded;  // device ids no op may use
+  int64_t batch = 1;                  // samples per run (the leading dim of the first input)
+};
+
+inline constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// Everything a strategy needs, computed once: the graph's top-level nodes as a DAG, the time of
+// every node on every device (+infinity where it cannot run, is excluded, or is pinned
+// elsewhere), the bytes each node sends to its successors, and each device's memory. Strategies
+// read this, never the cost model, so that they are fast on 100k-node graphs.
+class PlanningProblem {
+ public:
+  // Throws InputError for an op no allowed device supports (naming it), a pin naming an
+  // unknown device or contradicting support, an unknown excluded device.
+  PlanningProblem(const Graph& graph, const Cluster& cluster, const CostModel& cost,
+                  PlanOptions options);
+  // A synthetic problem (benchmarks and tests): the cost matrix and edges are given directly.
+  PlanningProblem(const Cluster& cluster, const CostModel& cost,
+                  std::vector<std::vector<double>> seconds,
+                  std::vector<std::vector<std::pair<int, double>>> successors,
+                  std::vector<double> weight_bytes, std::vector<double> output_bytes,
+                  PlanOptions options);
+
+  const Graph* graph() const { return graph_; }  // null for synthetic problems
+  const Cluster& cluster() const { return cost_.cluster(); }
+  const CostModel& cost() const { return cost_; }
+  const PlanOptions& options() const { return options_; }
+
+  int node_count() const { return static_cast<int>(seconds_.size()); }
+  int device_count() const { return static_cast<int>(cluster().devices.size()); }
+  // Node indices follow graph().nodes, which is in topological order.
+  double seconds(int node, int device) const { return seconds_[node][device]; }
+  bool runnable(int node, int device) const { return seconds_[node][device] < kInfinity; }
+  // Edges to later nodes, with the bytes that cross them if the two land on different devices.
+  const std::vector<std::pair<int, double>>& successors(int node) const {
+    return successors_[node];
+  }
+  const std::vector<std::pair<int, double>>& predecessors(int node) const {
+    return predecessors_[node];
+  }
+  double weight_bytes(int node) const { return weight_bytes_[node]; }  // constants it reads
+  double output_bytes(int node) const { return output_bytes_[node]; }  // activations it writes
+  // Bytes of its outputs that live to the end wherever it runs: graph outputs (synthetic
+  // problems: the outputs of nodes nothing reads).
+  double final_output_bytes(int node) const { return final_output_bytes_[node]; }
+  double memory_capacity(int device) const;  // bytes; +infinity when unknown
+  // Seconds to move `bytes` between two devices (cached per device pair and size class).
+  double transfer_seconds(double bytes, int from, int to) const;
+  // Bytes and seconds to get the graph's inputs onto a device, and its outputs off it, from
+  // and to the host of the first device (where the caller's data lives).
+  double input_bytes() const { return input_bytes_; }
+
+  // A value a node writes and the later nodes that read it: it crosses once to every other
+  // device its readers are on. Synthetic problems have one value per edge (value id -1).
+  struct OutputValue {
+    int value = -1;
+    double bytes = 0;
+    std::vector<int> readers;
+  };
+  const std::vector<OutputValue>& values_out(int node) const { return values_out_[node]; }
+  // Whether a device may run anything (not excluded).
+  bool allowed(int device) const { return allowed_[device]; }
+  // The links a transfer between two devices crosses (Cluster::path, computed once).
+  const std::vector<Cluster::Hop>& path(int from, int to) const {
+    return paths_[from * device_count() + to];
+  }
+  // Seconds per op a device pays whatever the op's size (launch overhead): what does not shrink
+  // when a micro-batch does.
+  double launch_overhead(int device) const;
+  // Seconds of a node run on `fraction` of the batch (a micro-batch, a data-parallel share): the
+  // work scales, the launch overhead does not.
+  double seconds_for_share(int node, int device, double fraction) const;
+  // Bytes a device needs to run `nodes` in that order: the weights they read (a shared weight
+  // once) and the peak of live activations (cost/memory_footprint.h for graphs).
+  struct MemoryUse {
+    double weights = 0, activations = 0;
+    double total() const { return weights + activations; }
+  };
+  MemoryUse memory_use(std::span<const int> nodes_in_order) const;
+  // The whole graph on one device: seconds (+infinity when some node cannot run there) and
+  // bytes of memory; the best single device is the fastest that runs everything and fits.
+  double single_device_seconds(int device) const { return single_seconds_[device]; }
+  double single_device_memory(int device) const { return single_memory_[device]; }
+  int best_single_device() const { return best_single_; }  // -1 when none
+  // lower_bound (plan/evaluate.h) for this problem, computed once.
+  double bound() const { return bound_; }
+
+ private:
+  void validate_runnable() const;
+  void build_transfers_and_paths();
+  void build_single_device_figures();
+
+  const Graph* graph_ = nullptr;
+  const CostModel& cost_;
+  PlanOptions options_;
+  std::vector<std::vector<double>> seconds_;
+  std::vector<std::vector<std::pair<int, double>>> successors_, predecessors_;
+  std::vector<double> weight_bytes_, output_bytes_, final_output_bytes_;
+  double input_bytes_ = 0;
+  std::vector<std::vector<double>> transfer_latency_, transfer_bandwidth_;  // per device pair
+  std::vector<std::vector<OutputValue>> values_out_;
+  std::vector<bool> allowed_;
+  std::vector<std::vector<Cluster::Hop>> paths_;  // from * device_count() + to
+  std::vector<double> single_seconds_, single_memory_;
+  int best_single_ = -1;
+  double bound_ = 0;
+};
+
+}  // namespace tandem

@@ -1,0 +1,21 @@
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plan/strategy.h"
+
+namespace tandem {
+
+// The strategies, one file each; make_strategy (strategy.cpp) picks them by name.
+// `device_id` names it ("single:gpu0"); without one the name carries its index.
+std::unique_ptr<Strategy> make_single_strategy(int device, std::string device_id = "");
+// Each node to the first device of `priority` that can run it (ONNX Runtime's execution
+// providers); the default priority puts accelerators first: GPUs, TPUs, then CPUs.
+std::unique_ptr<Strategy> make_greedy_strategy(std::vector<int> priority);
+std::unique_ptr<Strategy> make_heft_strategy();
+std::unique_ptr<Strategy> make_pipeline_strategy();
+std::unique_ptr<Strategy> make_data_parallel_strategy();
+std::unique_ptr<Strategy> make_auto_strategy();
+
+}  // namespace tandem

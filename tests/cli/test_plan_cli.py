@@ -1,0 +1,148 @@
+"""`tandem plan` as a user meets it: the summary, JSON, the plan file, every infeasible input."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+TANDEM = ""
+ZOO = ""
+EXAMPLES = ""
+
+
+def tandem(*args):
+    return subprocess.run([TANDEM, *args], capture_output=True, text=True, timeout=120)
+
+
+def model(name):
+    return os.path.join(ZOO, name, "model.onnx")
+
+
+def cluster(name):
+    return os.path.join(EXAMPLES, name)
+
+
+class Plan(unittest.TestCase):
+    def test_help_names_the_options_and_fusion(self):
+        result = tandem("plan", "--help")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        for word in ("--cluster", "--strategy", "--objective", "--microbatches", "--max-latency",
+                     "--pin", "--exclude", "--output", "--json", "fused for inference"):
+            self.assertIn(word, result.stdout)
+
+    def test_summary_on_the_hybrid(self):
+        result = tandem("plan", model("resnet"), "--cluster", cluster("h100-4xv5e.yaml"))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        for word in ("gpu0", "tpu3", "predicted latency", "lower bound", "efficiency",
+                     "speed-up over the best single device", "strategies side by side",
+                     "single:gpu0", "greedy", "heft", "preset nvidia-h100-sxm"):
+            self.assertIn(word, result.stdout)
+
+    def test_summary_on_two_cpus(self):
+        result = tandem("plan", model("gpt"), "--cluster", cluster("cpu-split.yaml"),
+                        "--strategy", "heft")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("cpu1", result.stdout)
+        self.assertIn("strategy heft", result.stdout)
+
+    def test_json_parses_and_is_consistent(self):
+        result = tandem("plan", model("bert"), "--cluster", cluster("cpu-split.yaml"),
+                        "--strategy", "heft", "--json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        plan = json.loads(result.stdout)
+        self.assertEqual(plan["format"], "tandem-plan")
+        self.assertEqual(plan["strategy"], "heft")
+        self.assertEqual({node["device"] for node in plan["nodes"]} - {"cpu0", "cpu1"}, set())
+        self.assertEqual(sorted(plan["order"]), list(range(len(plan["nodes"]))))
+        predicted = plan["predicted"]["latency_seconds"]
+        self.assertGreaterEqual(predicted, plan["lower_bound"] * (1 - 1e-9))
+        strategies = {row["strategy"]: row for row in plan["strategies"]}
+        self.assertTrue(strategies["single:cpu0"]["feasible"])
+        for row in plan["strategies"]:
+            if row["feasible"]:
+                self.assertGreaterEqual(row["latency_seconds"], row["lower_bound"] * (1 - 1e-9))
+
+    def test_objectives(self):
+        for objective in ("throughput", "cost"):
+            result = tandem("plan", model("mlp"), "--cluster", cluster("h100-4xv5e.yaml"),
+                            "--objective", objective, "--strategy", "heft", "--json")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual(json.loads(result.stdout)["objective"], objective)
+
+    def test_output_writes_a_plan_file(self):
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "plan.json")
+            result = tandem("plan", model("mobilenet"), "--cluster", cluster("h100-4xv5e.yaml"),
+                            "--strategy", "heft", "-o", path)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(path) as f:
+                plan = json.load(f)
+            self.assertEqual(plan["version"], 1)
+            self.assertTrue(plan["segments"])
+            self.assertIn(plan["devices"][0]["figures"], ("preset nvidia-h100-sxm",))
+
+    def test_pin_moves_ops(self):
+        result = tandem("plan", model("mlp"), "--cluster", cluster("cpu-split.yaml"),
+                        "--strategy", "heft", "--pin", "*=cpu1", "--json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        plan = json.loads(result.stdout)
+        self.assertEqual({node["device"] for node in plan["nodes"]}, {"cpu1"})
+
+    def assert_bad_input(self, result, *words):
+        self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+        lines = [line for line in result.stderr.splitlines() if line.startswith("tandem: error:")]
+        self.assertEqual(len(lines), 1, result.stderr)
+        for word in words:
+            self.assertIn(word, lines[0])
+
+    def test_pin_to_an_unknown_device(self):
+        self.assert_bad_input(
+            tandem("plan", model("mlp"), "--cluster", cluster("h100-4xv5e.yaml"), "--pin",
+                   "Gemm*=gpu9"), "--pin Gemm*=gpu9", "no device 'gpu9'")
+
+    def test_pin_contradicting_support(self):
+        self.assert_bad_input(
+            tandem("plan", model("postproc"), "--cluster", cluster("h100-4xv5e.yaml"), "--pin",
+                   "NonZero=tpu0"), "NonZero", "tpu0", "depends on data")
+
+    def test_op_no_device_supports(self):
+        self.assert_bad_input(
+            tandem("plan", model("postproc"), "--cluster", cluster("h100-4xv5e.yaml"),
+                   "--exclude", "gpu0"), "no device can run it", "gpu0: excluded", "TPU:")
+
+    def test_unknown_excluded_device(self):
+        self.assert_bad_input(
+            tandem("plan", model("mlp"), "--cluster", cluster("h100-4xv5e.yaml"), "--exclude",
+                   "tpu9"), "--exclude tpu9")
+
+    def test_unknown_strategy(self):
+        self.assert_bad_input(
+            tandem("plan", model("mlp"), "--cluster", cluster("h100-4xv5e.yaml"), "--strategy",
+                   "fastest"), "--strategy fastest", "unknown strategy")
+
+    def test_model_that_fits_nowhere(self):
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "small.yaml")
+            with open(path, "w") as f:
+                f.write("hosts: [h]\ndevices:\n"
+                        "  - {id: gpu, count: 2, preset: nvidia-h100-sxm, host: h,"
+                        " figures: {memory: 100 KB}}\n")
+            self.assert_bad_input(tandem("plan", model("resnet"), "--cluster", path),
+                                  "fits no combination of devices", "gpu0", "short by")
+
+    def test_missing_cluster(self):
+        result = tandem("plan", model("mlp"))
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("--cluster", result.stderr)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tandem", required=True)
+    parser.add_argument("--zoo", required=True)
+    parser.add_argument("--examples", required=True)
+    args, rest = parser.parse_known_args()
+    TANDEM, ZOO, EXAMPLES = args.tandem, args.zoo, args.examples
+    unittest.main(argv=[sys.argv[0], *rest])

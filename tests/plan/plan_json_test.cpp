@@ -1,0 +1,186 @@
+#include "plan/plan_json.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "ir/error.h"
+#include "plan/evaluate.h"
+#include "plan/strategies.h"
+#include "plan_test_util.h"
+
+namespace tandem {
+namespace {
+
+using testing::compute_cluster;
+using testing::GraphBuilder;
+
+Graph branching_graph() {
+  GraphBuilder builder;
+  const int x = builder.input("x", DType::kFloat32, {64, 256});
+  const int w = builder.constant("w", DType::kFloat32, {256, 256});
+  const int a = builder.node("MatMul", {x, w});
+  const int b = builder.node("Relu", {a});
+  const int c = builder.node("Exp", {a});
+  const int d = builder.node("Add", {b, c});
+  return builder.infer({d});
+}
+
+void expect_same(const Plan& a, const Plan& b) {
+  EXPECT_EQ(a.strategy, b.strategy);
+  EXPECT_EQ(a.objective, b.objective);
+  EXPECT_EQ(a.device_of_node, b.device_of_node);
+  EXPECT_EQ(a.order, b.order);
+  ASSERT_EQ(a.segments.size(), b.segments.size());
+  for (size_t s = 0; s < a.segments.size(); ++s) {
+    EXPECT_EQ(a.segments[s].device, b.segments[s].device);
+    EXPECT_EQ(a.segments[s].nodes, b.segments[s].nodes);
+  }
+  ASSERT_EQ(a.transfers.size(), b.transfers.size());
+  for (size_t t = 0; t < a.transfers.size(); ++t) {
+    EXPECT_EQ(a.transfers[t].value, b.transfers[t].value);
+    EXPECT_EQ(a.transfers[t].from_node, b.transfers[t].from_node);
+    EXPECT_EQ(a.transfers[t].to_device, b.transfers[t].to_device);
+    EXPECT_DOUBLE_EQ(a.transfers[t].bytes, b.transfers[t].bytes);
+    EXPECT_DOUBLE_EQ(a.transfers[t].seconds, b.transfers[t].seconds);
+    ASSERT_EQ(a.transfers[t].path.size(), b.transfers[t].path.size());
+    for (size_t h = 0; h < a.transfers[t].path.size(); ++h) {
+      EXPECT_EQ(a.transfers[t].path[h].link, b.transfers[t].path[h].link);
+      EXPECT_EQ(a.transfers[t].path[h].forward, b.transfers[t].path[h].forward);
+    }
+  }
+  EXPECT_EQ(a.microbatches, b.microbatches);
+  EXPECT_EQ(a.batch_share, b.batch_share);
+  EXPECT_DOUBLE_EQ(a.predicted.latency_seconds, b.predicted.latency_seconds);
+  EXPECT_DOUBLE_EQ(a.predicted.throughput_samples_per_second,
+                   b.predicted.throughput_samples_per_second);
+  EXPECT_EQ(a.predicted.busy_seconds, b.predicted.busy_seconds);
+  EXPECT_EQ(a.predicted.memory_bytes, b.predicted.memory_bytes);
+  EXPECT_EQ(a.predicted.link_bytes, b.predicted.link_bytes);
+  EXPECT_DOUBLE_EQ(a.lower_bound, b.lower_bound);
+  EXPECT_DOUBLE_EQ(a.efficiency, b.efficiency);
+  EXPECT_DOUBLE_EQ(a.speedup_over_best_single, b.speedup_over_best_single);
+  EXPECT_EQ(a.figure_sources, b.figure_sources);
+}
+
+struct Fixture {
+  Graph graph = branching_graph();
+  CostModel cost{compute_cluster()};
+  PlanningProblem problem{graph, cost.cluster(), cost, {}};
+
+  // A plan across two devices, so that it has transfers and several segments.
+  Plan split_plan() const {
+    Plan plan;
+    plan.strategy = "test";
+    plan.device_of_node.assign(problem.node_count(), 0);
+    plan.device_of_node[2] = 3;
+    evaluate_plan(problem, plan);
+    return plan;
+  }
+};
+
+TEST(PlanJson, RoundTrip) {
+  const Fixture fixture;
+  const Plan plan = fixture.split_plan();
+  ASSERT_FALSE(plan.transfers.empty());
+  const nlohmann::json json = plan_json(plan, fixture.problem);
+  EXPECT_EQ(json["format"], "tandem-plan");
+  EXPECT_EQ(json["version"], Plan::kFormatVersion);
+  EXPECT_EQ(json["nodes"][0]["name"], fixture.graph.nodes[0].name);
+  EXPECT_FALSE(json["transfers"][0]["value"].get<std::string>().empty());
+  expect_same(plan, plan_from_json(json, fixture.problem, "plan.json"));
+}
+
+TEST(PlanJson, RoundTripThroughAFile) {
+  const Fixture fixture;
+  const std::optional<Plan> plan = make_heft_strategy()->plan(fixture.problem);
+  ASSERT_TRUE(plan);
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "tandem_plan_json_test.json").string();
+  write_plan(path, *plan, fixture.problem);
+  expect_same(*plan, read_plan(path, fixture.problem));
+  std::filesystem::remove(path);
+}
+
+TEST(PlanJson, RoundTripOfPipelineAndDataParallelFields) {
+  const Fixture fixture;
+  Plan plan;
+  plan.strategy = "pipeline";
+  plan.device_of_node.assign(fixture.problem.node_count(), 0);
+  plan.microbatches = 4;
+  plan.stages = {{0, 0, 1, 0}, {3, 2, 3, 0}};
+  evaluate_plan(fixture.problem, plan);
+  expect_same(plan, plan_from_json(plan_json(plan, fixture.problem), fixture.problem, "p"));
+  Plan shares;
+  shares.strategy = "data-parallel";
+  shares.device_of_node.assign(fixture.problem.node_count(), 0);
+  shares.batch_share = {0.5, 0, 0, 0.5};
+  evaluate_plan(fixture.problem, shares);
+  expect_same(shares, plan_from_json(plan_json(shares, fixture.problem), fixture.problem, "p"));
+}
+
+std::string error_of(const nlohmann::json& json, const PlanningProblem& problem) {
+  try {
+    plan_from_json(json, problem, "plan.json");
+  } catch (const InputError& e) {
+    return e.subject() + ": " + e.what();
+  }
+  return "";
+}
+
+TEST(PlanJson, RejectsAnotherVersion) {
+  const Fixture fixture;
+  nlohmann::json json = plan_json(fixture.split_plan(), fixture.problem);
+  json["version"] = 99;
+  EXPECT_NE(error_of(json, fixture.problem).find("plan.json: field 'version'"), std::string::npos);
+}
+
+TEST(PlanJson, RejectsAPlanOfAnotherModel) {
+  const Fixture fixture;
+  nlohmann::json json = plan_json(fixture.split_plan(), fixture.problem);
+  json["nodes"][1]["name"] = "Conv_7";
+  const std::string error = error_of(json, fixture.problem);
+  EXPECT_NE(error.find("nodes[1].name"), std::string::npos) << error;
+  EXPECT_NE(error.find("Conv_7"), std::string::npos) << error;
+}
+
+TEST(PlanJson, RejectsUnknownDevices) {
+  const Fixture fixture;
+  nlohmann::json json = plan_json(fixture.split_plan(), fixture.problem);
+  json["nodes"][0]["device"] = "tpu9";
+  const std::string error = error_of(json, fixture.problem);
+  EXPECT_NE(error.find("nodes[0].device"), std::string::npos) << error;
+  EXPECT_NE(error.find("tpu9"), std::string::npos) << error;
+}
+
+TEST(PlanJson, RejectsAMissingField) {
+  const Fixture fixture;
+  nlohmann::json json = plan_json(fixture.split_plan(), fixture.problem);
+  json.erase("order");
+  EXPECT_NE(error_of(json, fixture.problem).find("field 'order': missing"), std::string::npos);
+}
+
+TEST(PlanJson, RejectsAnOrderMissingNodes) {
+  const Fixture fixture;
+  nlohmann::json json = plan_json(fixture.split_plan(), fixture.problem);
+  json["order"].erase(json["order"].size() - 1);
+  EXPECT_NE(error_of(json, fixture.problem).find("field 'order'"), std::string::npos);
+}
+
+TEST(PlanJson, RejectsFilesThatAreNotJson) {
+  const Fixture fixture;
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "tandem_plan_not_json.json").string();
+  std::ofstream(path) << "nodes: [";
+  try {
+    read_plan(path, fixture.problem);
+    FAIL() << "accepted a file that is not JSON";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.subject(), path);
+  }
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace tandem

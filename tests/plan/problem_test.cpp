@@ -1,0 +1,194 @@
+#include "plan/problem.h"
+
+#include <gtest/gtest.h>
+
+#include "ir/error.h"
+#include "plan/evaluate.h"
+#include "plan_test_util.h"
+
+namespace tandem {
+namespace {
+
+using testing::compute_cluster;
+using testing::GraphBuilder;
+
+constexpr int kGpu = 0, kV5e = 1, kV6e = 2, kCpu = 3;  // compute_cluster()'s devices
+
+// x -> Relu -> (Exp, Neg) -> Add, and NonZero of x (which no TPU runs).
+Graph small_graph() {
+  GraphBuilder builder;
+  const int x = builder.input("x", DType::kFloat32, {64, 256});
+  const int relu = builder.node("Relu", {x});
+  const int exp = builder.node("Exp", {relu});
+  const int neg = builder.node("Neg", {relu});
+  const int sum = builder.node("Add", {exp, neg});
+  const int nonzero = builder.node("NonZero", {x});
+  return builder.infer({sum, nonzero});
+}
+
+int node_of(const Graph& graph, const std::string& op_type) {
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    if (graph.nodes[n].op_type == op_type) return static_cast<int>(n);
+  }
+  return -1;
+}
+
+std::string error_of(const Graph& graph, const CostModel& cost, const PlanOptions& options) {
+  try {
+    PlanningProblem problem(graph, cost.cluster(), cost, options);
+  } catch (const InputError& e) {
+    return e.subject() + ": " + e.what();
+  }
+  return "";
+}
+
+TEST(Problem, CostMatrixFromTheCostModel) {
+  const Graph graph = small_graph();
+  const CostModel cost(compute_cluster());
+  const PlanningProblem problem(graph, cost.cluster(), cost, {});
+  ASSERT_EQ(problem.node_count(), 5);
+  for (int n = 0; n < 5; ++n) {
+    for (int d = 0; d < 4; ++d)
+      EXPECT_EQ(problem.seconds(n, d), cost.op_seconds(graph.nodes[n], graph, d));
+  }
+  EXPECT_FALSE(problem.runnable(node_of(graph, "NonZero"), kV5e));
+  EXPECT_TRUE(problem.runnable(node_of(graph, "NonZero"), kGpu));
+}
+
+TEST(Problem, EdgesCarryTheValuesBytes) {
+  const Graph graph = small_graph();
+  const CostModel cost(compute_cluster());
+  const PlanningProblem problem(graph, cost.cluster(), cost, {});
+  const int relu = node_of(graph, "Relu");
+  ASSERT_EQ(problem.successors(relu).size(), 2u);  // Exp, Neg
+  EXPECT_DOUBLE_EQ(problem.successors(relu)[0].second, 64 * 256 * 4);
+  ASSERT_EQ(problem.predecessors(node_of(graph, "Add")).size(), 2u);  // Exp, Neg
+  ASSERT_EQ(problem.values_out(relu).size(), 1u);
+  EXPECT_EQ(problem.values_out(relu)[0].readers.size(), 2u);
+  EXPECT_DOUBLE_EQ(problem.input_bytes(), 64 * 256 * 4);
+}
+
+TEST(Problem, TransferCacheMatchesTheCostModel) {
+  const CostModel cost(compute_cluster());
+  const Graph graph = small_graph();
+  const PlanningProblem problem(graph, cost.cluster(), cost, {});
+  for (double bytes : {0.0, 8.0, 1e6, 3e9}) {
+    for (int from = 0; from < 4; ++from) {
+      for (int to = 0; to < 4; ++to) {
+        EXPECT_NEAR(problem.transfer_seconds(bytes, from, to),
+                    cost.transfer_seconds(bytes, from, to),
+                    1e-9 * cost.transfer_seconds(bytes, from, to) + 1e-15);
+      }
+    }
+  }
+}
+
+TEST(Problem, ValueReadOnAnotherDeviceCrossesOnce) {
+  const Graph graph = small_graph();
+  const CostModel cost(compute_cluster());
+  const PlanningProblem problem(graph, cost.cluster(), cost, {});
+  Plan plan;
+  plan.device_of_node.assign(problem.node_count(), kCpu);
+  const int relu = node_of(graph, "Relu");
+  plan.device_of_node[relu] = kGpu;
+  evaluate_plan(problem, plan);
+  ASSERT_EQ(plan.transfers.size(), 1u);
+  EXPECT_EQ(plan.transfers[0].value, graph.nodes[relu].outputs[0]);
+  EXPECT_EQ(plan.transfers[0].from_node, relu);
+  EXPECT_DOUBLE_EQ(plan.transfers[0].bytes, 64 * 256 * 4);
+}
+
+TEST(Problem, PinByOpTypeGlob) {
+  const Graph graph = small_graph();
+  const CostModel cost(compute_cluster());
+  PlanOptions options;
+  options.pins = {{"E*", "cpu0"}};
+  const PlanningProblem problem(graph, cost.cluster(), cost, options);
+  EXPECT_TRUE(problem.runnable(node_of(graph, "Exp"), kCpu));
+  EXPECT_FALSE(problem.runnable(node_of(graph, "Exp"), kGpu));
+  EXPECT_TRUE(problem.runnable(node_of(graph, "Neg"), kGpu));  // not pinned
+}
+
+TEST(Problem, LastMatchingPinWins) {
+  const Graph graph = small_graph();
+  const CostModel cost(compute_cluster());
+  PlanOptions options;
+  const int neg = node_of(graph, "Neg");
+  options.pins = {{"*", "cpu0"}, {graph.nodes[neg].name, "v6e"}};
+  const PlanningProblem problem(graph, cost.cluster(), cost, options);
+  EXPECT_TRUE(problem.runnable(neg, kV6e));
+  EXPECT_FALSE(problem.runnable(neg, kCpu));
+  EXPECT_FALSE(problem.runnable(node_of(graph, "Relu"), kGpu));
+}
+
+TEST(Problem, ExcludedDevicesRunNothing) {
+  const Graph graph = small_graph();
+  const CostModel cost(compute_cluster());
+  PlanOptions options;
+  options.excluded = {"gpu0"};
+  const PlanningProblem problem(graph, cost.cluster(), cost, options);
+  for (int n = 0; n < problem.node_count(); ++n) EXPECT_FALSE(problem.runnable(n, kGpu));
+  EXPECT_FALSE(problem.allowed(kGpu));
+}
+
+TEST(Problem, PinToUnknownDeviceIsAnError) {
+  const Graph graph = small_graph();
+  const CostModel cost(compute_cluster());
+  PlanOptions options;
+  options.pins = {{"Relu*", "gpu7"}};
+  const std::string error = error_of(graph, cost, options);
+  EXPECT_NE(error.find("--pin Relu*=gpu7"), std::string::npos) << error;
+  EXPECT_NE(error.find("no device 'gpu7'"), std::string::npos) << error;
+}
+
+TEST(Problem, PinContradictingSupportIsAnError) {
+  const Graph graph = small_graph();
+  const CostModel cost(compute_cluster());
+  PlanOptions options;
+  options.pins = {{"NonZero", "v5e"}};
+  const std::string error = error_of(graph, cost, options);
+  EXPECT_NE(error.find("NonZero"), std::string::npos) << error;
+  EXPECT_NE(error.find("v5e"), std::string::npos) << error;
+  EXPECT_NE(error.find("depends on data"), std::string::npos) << error;
+}
+
+TEST(Problem, PinMatchingNothingIsAnError) {
+  const Graph graph = small_graph();
+  const CostModel cost(compute_cluster());
+  PlanOptions options;
+  options.pins = {{"Conv*", "gpu0"}};
+  EXPECT_NE(error_of(graph, cost, options).find("matches no node"), std::string::npos);
+}
+
+TEST(Problem, UnknownExcludedDeviceIsAnError) {
+  const Graph graph = small_graph();
+  const CostModel cost(compute_cluster());
+  PlanOptions options;
+  options.excluded = {"tpu9"};
+  EXPECT_NE(error_of(graph, cost, options).find("no device 'tpu9'"), std::string::npos);
+}
+
+TEST(Problem, OpNoAllowedDeviceRunsIsAnError) {
+  const Graph graph = small_graph();
+  const CostModel cost(compute_cluster());
+  PlanOptions options;
+  options.excluded = {"gpu0", "cpu0"};
+  const std::string error = error_of(graph, cost, options);
+  EXPECT_NE(error.find("NonZero"), std::string::npos) << error;
+  EXPECT_NE(error.find("no device can run it"), std::string::npos) << error;
+  EXPECT_NE(error.find("gpu0: excluded"), std::string::npos) << error;
+}
+
+TEST(Problem, BestSingleDeviceRunsEverythingAndFits) {
+  const Graph graph = small_graph();
+  const CostModel cost(compute_cluster());
+  const PlanningProblem problem(graph, cost.cluster(), cost, {});
+  const int best = problem.best_single_device();
+  ASSERT_GE(best, 0);
+  EXPECT_TRUE(best == kGpu || best == kCpu);  // the TPUs cannot run NonZero
+  EXPECT_EQ(problem.single_device_seconds(kV5e), kInfinity);
+  EXPECT_GT(problem.single_device_memory(kGpu), 64 * 256 * 4);
+}
+
+}  // namespace
+}  // namespace tandem
