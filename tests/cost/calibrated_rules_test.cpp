@@ -235,7 +235,9 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   EXPECT_EQ(read.subgraph_run_overhead.value, 1e-6);
   EXPECT_EQ(read.vector_op_rates.at("Tanh"), 2e9);
   // A profile written before these fields existed has none of them.
-  write_profile(path, CalibrationProfile{.device_name = "cpu: old"});
+  CalibrationProfile older;
+  older.device_name = "cpu: old";
+  write_profile(path, older);
   const CalibrationProfile old = read_profile(path);
   EXPECT_TRUE(old.weight_curve.empty());
   EXPECT_FALSE(old.view_overhead.known());
