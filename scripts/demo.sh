@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # The main job on the bundled example: inspect a ResNet-style CNN from the zoo, run it on the
-# CPU against ONNX Runtime's reference output, and time it.
+# CPU against ONNX Runtime's reference output, then plan it across this CPU split into two
+# devices (examples/clusters/cpu-split.yaml), run that plan for real, and set the measured time
+# beside the predicted one.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$REPO/scripts/build.sh"
+TANDEM="$REPO/build/src/tandem"
 MODEL="$REPO/zoo/resnet"
+CLUSTER="$REPO/examples/clusters/cpu-split.yaml"
+DATA=(--dim batch=2 --input "input=$MODEL/inputs/input.npy" --expect "logits=$MODEL/expected/logits.npy")
 set -x
-"$REPO/build/src/tandem" inspect "$MODEL/model.onnx" --dim batch=2
-"$REPO/build/src/tandem" run "$MODEL/model.onnx" --dim batch=2 --threads 2 \
-  --input "input=$MODEL/inputs/input.npy" --expect "logits=$MODEL/expected/logits.npy" \
-  --warmup 5 --iterations 50
+"$TANDEM" inspect "$MODEL/model.onnx" --dim batch=2
+"$TANDEM" run "$MODEL/model.onnx" "${DATA[@]}" --threads 2 --warmup 5 --iterations 50
+"$TANDEM" plan "$MODEL/model.onnx" --dim batch=2 --cluster "$CLUSTER" -o "$REPO/build/demo-plan.json" \
+  --report "$REPO/build/demo-plan.html"
+"$TANDEM" run "$MODEL/model.onnx" "${DATA[@]}" --cluster "$CLUSTER" --plan "$REPO/build/demo-plan.json" \
+  --warmup 5 --iterations 50 --trace "$REPO/build/demo-trace.json"

@@ -18,6 +18,7 @@ APT_PACKAGES=(
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-venv python3-numpy python3-torch python3-torchvision
+  chromium  # headless: the HTML report's browser test
 )
 PIP_REQUIREMENTS=("numpy<2" "onnx==1.17.0" "onnxruntime==1.20.1")
 

@@ -8,9 +8,10 @@ namespace tandem::cli {
 
 // Exit statuses, the same for every verb.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitMismatch = 1;  // outputs differ from --expect
-inline constexpr int kExitBadInput = 2;  // a file or option that cannot be used
-inline constexpr int kExitInternal = 3;  // a bug in Tandem
+inline constexpr int kExitMismatch = 1;      // outputs differ from --expect
+inline constexpr int kExitBadInput = 2;      // a file or option that cannot be used
+inline constexpr int kExitInternal = 3;      // a bug in Tandem
+inline constexpr int kExitDeviceFailed = 4;  // a device failed during a multi-device run
 
 struct ModelOptions {
   std::string model;
@@ -31,8 +32,12 @@ struct RunOptions : ModelOptions {
   uint64_t seed = 0;
   int warmup = 1;
   int iterations = 10;
-  bool fuse = true;      // fold BatchNorm and fuse activations before running
-  bool profile = false;  // time every op and print the time per op type
+  bool fuse = true;       // fold BatchNorm and fuse activations before running
+  bool profile = false;   // time every op and print the time per op type
+  std::string cluster;    // run across this cluster's devices (planned with `auto` unless --plan)
+  std::string plan;       // a plan file from `tandem plan -o`
+  std::string trace;      // write the measured timeline here (Chrome trace events)
+  bool failover = false;  // when a device fails, re-plan onto the others and finish
 };
 
 struct CalibrateOptions {
@@ -59,7 +64,20 @@ struct PlanCommandOptions : ModelOptions {
   std::vector<std::string> pins;  // PATTERN=DEVICE
   std::vector<std::string> excluded;
   std::string output;  // plan file to write
+  std::string report;  // HTML report of the simulated plan and the strategies side by side
   bool fuse = true;    // plan the graph `tandem run` runs (fused for inference)
+};
+
+struct SimulateOptions {
+  std::string plan;     // plan file (docs/PLAN_FORMAT.md)
+  std::string cluster;  // cluster file the plan was made for
+  std::string model;    // the plan's model, when the plan file does not name it
+  std::vector<std::string> dims, shapes;
+  bool json = false;
+  bool fuse = true;    // the plan was made for the fused graph (as `tandem plan` does)
+  int replicas = 1;    // data-parallel copies of the plan, sharing the network
+  std::string trace;   // Chrome trace-event file to write
+  std::string report;  // HTML report to write
 };
 
 int inspect_command(const InspectOptions& options);
@@ -67,6 +85,7 @@ int plan_command(const PlanCommandOptions& options);
 int run_command(const RunOptions& options);
 int devices_command(const DevicesOptions& options);
 int calibrate_command(const CalibrateOptions& options);
+int simulate_command(const SimulateOptions& options);
 
 // Parses --dim/--shape into importer options and loads the model, with progress on stderr.
 ImportedModel load_model(const ModelOptions& options);

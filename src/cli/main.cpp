@@ -56,6 +56,14 @@ int main(int argc, char** argv) {
                      "run the graph as imported, without folding BatchNorm or fusing activations");
   run_verb->add_flag("--profile", run.profile,
                      "time every op and show where the time goes, per op type");
+  run_verb->add_option("--cluster", run.cluster,
+                       "run across the devices of this cluster file (planned with auto)");
+  run_verb->add_option("--plan", run.plan,
+                       "run this plan file (from tandem plan -o); needs --cluster");
+  run_verb->add_option("--trace", run.trace,
+                       "with --cluster: write the measured timeline as Chrome trace events");
+  run_verb->add_flag("--failover", run.failover,
+                     "with --cluster: when a device fails, re-plan onto the others and finish");
 
   CalibrateOptions calibrate;
   CLI::App* calibrate_verb = app.add_subcommand(
@@ -86,6 +94,9 @@ int main(int argc, char** argv) {
       "decide which device of a cluster runs each op of a model, predict how fast, and compare "
       "every strategy with the lower bound");
   add_model_options(*plan_verb, plan);
+  plan_verb->add_option("--report", plan.report,
+                        "write a self-contained HTML report: the plan simulated, every strategy "
+                        "against the bound");
   plan_verb->add_option("--cluster", plan.cluster, "cluster file (YAML, see docs/CLUSTERS.md)")
       ->required();
   plan_verb
@@ -114,8 +125,35 @@ int main(int argc, char** argv) {
                       "plan the graph as imported; by default it is fused for inference first "
                       "(BatchNorm folded, activations fused), as `tandem run` runs it");
 
+  SimulateOptions simulate;
+  CLI::App* simulate_verb = app.add_subcommand(
+      "simulate",
+      "simulate a plan on its cluster, event by event: latency, throughput, every device's and "
+      "link's busy time and memory over time");
+  simulate_verb->add_option("plan", simulate.plan, "plan file (from `tandem plan -o`)")->required();
+  simulate_verb->add_option("--cluster", simulate.cluster, "the cluster file the plan was made for")
+      ->required();
+  simulate_verb->add_option("--model", simulate.model,
+                            "the plan's ONNX model (needed when the plan file does not name it)");
+  simulate_verb->add_option("--dim", simulate.dims, "bind a symbolic dimension, as for the plan");
+  simulate_verb->add_option("--shape", simulate.shapes,
+                            "set an input's whole shape, as for the plan");
+  simulate_verb->add_flag("--json", simulate.json, "print JSON instead of tables");
+  simulate_verb->add_flag("!--no-fusion", simulate.fuse,
+                          "the plan was made with `tandem plan --no-fusion`");
+  simulate_verb
+      ->add_option("--replicas", simulate.replicas,
+                   "N data-parallel copies of the plan, each on its own copy of the "
+                   "cluster's devices, sharing the network between hosts")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  simulate_verb->add_option("--trace", simulate.trace,
+                            "write a Chrome trace-event file (opens in Perfetto)");
+  simulate_verb->add_option("--report", simulate.report, "write a self-contained HTML report");
+
   app.footer(
-      "Exit status: 0 success, 1 outputs differ from --expect, 2 bad input, 3 internal error.\n"
+      "Exit status: 0 success, 1 outputs differ from --expect, 2 bad input, 3 internal error,\n"
+      "4 a device failed during a multi-device run.\n"
       "Run `tandem VERB --help` for a verb's options.");
   try {
     app.parse(argc, argv);
@@ -128,6 +166,7 @@ int main(int argc, char** argv) {
     if (*devices_verb) return devices_command(devices);
     if (*calibrate_verb) return calibrate_command(calibrate);
     if (*plan_verb) return plan_command(plan);
+    if (*simulate_verb) return simulate_command(simulate);
     return run_command(run);
   } catch (const tandem::InputError& e) {
     std::fprintf(stderr, "tandem: error: %s%s%s\n", e.subject().c_str(),

@@ -10,8 +10,12 @@
 #include "plan/evaluate.h"
 #include "plan/plan_json.h"
 #include "plan/strategy.h"
+#include "report/device_costs.h"
+#include "report/html_report.h"
 #include "report/plan_report.h"
 #include "report/table.h"
+#include "sim/simulator.h"
+#include "sim/summary.h"
 
 namespace tandem::cli {
 namespace {
@@ -97,6 +101,32 @@ StrategyResult run_strategy(const Strategy& strategy, const PlanningProblem& pro
   return result;
 }
 
+// The simulated plan, with every strategy's figure and the bound for the comparison chart.
+HtmlReport plan_html(const PlanReport& report, const PlanningProblem& problem,
+                     const SimulationResult& simulated) {
+  HtmlReport html =
+      simulation_html(simulated, report.plan, problem, report.model + " on " + report.cluster);
+  html.objective = std::string(objective_name(report.plan.objective));
+  html.lower_bound = report.plan.lower_bound;
+  for (const StrategyResult& result : report.strategies) {
+    HtmlReport::StrategyRow row;
+    row.strategy = result.strategy;
+    row.feasible = result.plan.has_value();
+    row.chosen = &result == &report.strategies.back();
+    if (result.plan) {
+      const Prediction& p = result.plan->predicted;
+      row.figure = report.plan.objective == Objective::kThroughput ? p.throughput_samples_per_second
+                   : report.plan.objective == Objective::kCost     ? p.cost_per_million_samples
+                                                                   : p.latency_seconds;
+      row.text = objective_figure(*result.plan);
+    } else {
+      row.text = result.why_not;
+    }
+    html.strategies.push_back(std::move(row));
+  }
+  return html;
+}
+
 }  // namespace
 
 int plan_command(const PlanCommandOptions& options) {
@@ -147,11 +177,26 @@ int plan_command(const PlanCommandOptions& options) {
   }
   report.plan = *result.plan;
   if (!options.output.empty()) write_plan(options.output, report.plan, problem);
+  // The simulator's result is the plan's prediction; the evaluator's figures rank strategies.
+  SimulationOptions simulation_options;
+  simulation_options.record_timeline = !options.report.empty();
+  const SimulationResult simulated = simulate(problem, report.plan, simulation_options);
+  if (!options.report.empty())
+    write_html_report(options.report, plan_html(report, problem, simulated));
   if (options.json) {
-    std::printf("%s\n", plan_report_json(report, problem).dump(2).c_str());
+    nlohmann::json json = plan_report_json(report, problem);
+    json["simulated"] = simulation_json(simulated, report.plan, problem);
+    std::printf("%s\n", json.dump(2).c_str());
   } else {
     std::printf("%s", render_plan_report(report, problem).c_str());
+    const std::string overflow =
+        simulated.overflow ? ", out of memory on " + simulated.overflow->device : "";
+    std::printf(
+        "\nsimulated (discrete-event, predicted): latency %s, throughput %.1f samples/s%s\n",
+        human_seconds(simulated.latency_seconds).c_str(), simulated.throughput_samples_per_second,
+        overflow.c_str());
     if (!options.output.empty()) std::printf("plan written to %s\n", options.output.c_str());
+    if (!options.report.empty()) std::printf("report written to %s\n", options.report.c_str());
   }
   return kExitOk;
 }

@@ -9,6 +9,7 @@
 
 #include "backends/cpu/cpu_device.h"
 #include "cli/commands.h"
+#include "cli/run_cluster.h"
 #include "ir/error.h"
 #include "ir/fuse.h"
 #include "report/model_summary.h"
@@ -87,6 +88,9 @@ int run_command(const RunOptions& options) {
     expected[name] = read_npy(file);
   }
   const std::vector<Tensor> inputs = prepare_inputs(graph, options);
+  if (!options.cluster.empty()) return run_on_cluster(options, model, inputs, expected);
+  if (!options.plan.empty() || !options.trace.empty() || options.failover)
+    throw InputError("--plan, --trace and --failover", "need --cluster");
 
   cpu::CpuDevice device;
   GraphExecutor executor(graph, device);

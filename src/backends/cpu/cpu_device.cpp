@@ -1,6 +1,11 @@
 #include "backends/cpu/cpu_device.h"
 
 #include <omp.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <cstring>
+#include <stdexcept>
 
 #include "backends/cpu/kernel_registry.h"
 #include "ir/error.h"
@@ -15,6 +20,27 @@ std::unique_ptr<Kernel> CpuDevice::compile(const KernelSpec& spec) {
   const KernelFactory* factory = KernelRegistry::instance().find(spec.node.op_type);
   if (!factory) throw InputError(spec.node.label() + ": no CPU kernel for this op");
   return (*factory)(spec);
+}
+
+void CpuDevice::bind_current_thread() const {
+  if (cores_.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int core : cores_) CPU_SET(core, &set);
+  if (const int error = pthread_setaffinity_np(pthread_self(), sizeof(set), &set))
+    throw std::runtime_error(name_ + ": cannot pin to its cores: " + std::strerror(error));
+  omp_set_num_threads(static_cast<int>(cores_.size()));
+}
+
+std::vector<int> available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cores;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cores;
+  for (int core = 0; core < CPU_SETSIZE; ++core) {
+    if (CPU_ISSET(core, &set)) cores.push_back(core);
+  }
+  return cores;
 }
 
 void set_cpu_threads(int threads) {

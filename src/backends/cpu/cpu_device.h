@@ -1,22 +1,34 @@
 #pragma once
+#include <vector>
+
 #include "backends/device.h"
 
 namespace tandem::cpu {
 
-// The host CPU as an eager device: runs every op in the CPU kernel registry.
+// The host CPU as an eager device: runs every op in the CPU kernel registry. Several of them
+// can share one CPU, each on its own cores (`cores`: CPU ids; empty = all of them).
 class CpuDevice final : public Device {
  public:
-  explicit CpuDevice(std::string name = "cpu:0") : name_(std::move(name)) {}
+  explicit CpuDevice(std::string name = "cpu:0", std::vector<int> cores = {})
+      : name_(std::move(name)), cores_(std::move(cores)) {}
   std::string name() const override { return name_; }
+  const std::vector<int>& cores() const { return cores_; }
+  // Pins the calling thread to the device's cores and gives its OpenMP regions (our kernels
+  // and oneDNN's) one thread per core. OpenMP thread counts are per thread: call it first in
+  // every thread that runs this device's kernels.
+  void bind_current_thread() const;
   bool supports(const Node& node) const override;
   std::unique_ptr<Kernel> compile(const KernelSpec& spec) override;
 
  private:
   std::string name_;
+  std::vector<int> cores_;
 };
 
 // Threads used by CPU kernels and oneDNN (OpenMP); 0 keeps the default.
 void set_cpu_threads(int threads);
 int cpu_threads();
+// The CPU ids this process may run on.
+std::vector<int> available_cores();
 
 }  // namespace tandem::cpu

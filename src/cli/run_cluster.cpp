@@ -1,0 +1,218 @@
+#include "cli/run_cluster.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "backends/cpu/cpu_device.h"
+#include "cost/cost_model.h"
+#include "ir/error.h"
+#include "ir/fuse.h"
+#include "plan/evaluate.h"
+#include "plan/plan_json.h"
+#include "plan/strategy.h"
+#include "report/table.h"
+#include "report/timeline.h"
+#include "runtime/plan_executor.h"
+#include "util/compare.h"
+#include "util/npy.h"
+
+namespace tandem::cli {
+namespace {
+
+int64_t batch_of(const Graph& graph) {
+  return graph.inputs.empty() || graph.values[graph.inputs[0]].type.shape.empty()
+             ? 1
+             : std::max<int64_t>(graph.values[graph.inputs[0]].type.shape[0], 1);
+}
+
+// The CPU devices of the cluster, each on its own consecutive cores of this machine (`cores`
+// of its spec; 0 = all); a device of another backend has none here.
+std::vector<std::unique_ptr<cpu::CpuDevice>> make_devices(const Cluster& cluster) {
+  const std::vector<int> available = cpu::available_cores();
+  std::vector<std::unique_ptr<cpu::CpuDevice>> devices;
+  size_t next = 0;
+  for (const DeviceSpec& spec : cluster.devices) {
+    if (spec.backend != BackendKind::kCpu) {
+      devices.push_back(nullptr);
+      continue;
+    }
+    std::vector<int> cores;
+    const size_t count = spec.cores > 0 ? static_cast<size_t>(spec.cores) : available.size();
+    for (size_t i = 0; i < count && !available.empty(); ++i)
+      cores.push_back(available[next++ % available.size()]);
+    devices.push_back(std::make_unique<cpu::CpuDevice>(spec.id, cores));
+  }
+  return devices;
+}
+
+// The model bound to another batch size, for plans that split the batch: the inputs that lead
+// with the batch get it as their first dimension.
+PlanExecutor::GraphForBatch graph_for_batch(const RunOptions& options, const Graph& graph) {
+  auto cache = std::make_shared<std::map<int64_t, std::shared_ptr<const Graph>>>();
+  const int64_t batch = batch_of(graph);
+  return [options, &graph, cache, batch](int64_t size) {
+    std::shared_ptr<const Graph>& known = (*cache)[size];
+    if (known) return known;
+    ModelOptions rebatched = options;
+    for (int id : graph.inputs) {
+      const Shape& shape = graph.values[id].type.shape;
+      if (shape.empty() || shape[0] != batch) continue;
+      std::string text = graph.values[id].name + "=" + std::to_string(size);
+      for (size_t i = 1; i < shape.size(); ++i) text += "x" + std::to_string(shape[i]);
+      rebatched.shapes.push_back(text);
+    }
+    ImportedModel model = load_model(rebatched);
+    if (options.fuse) fuse_for_inference(model.graph);
+    known = std::make_shared<const Graph>(std::move(model.graph));
+    return known;
+  };
+}
+
+std::string percent_error(double measured, double predicted) {
+  return predicted > 0 ? format("%+.1f%%", 100 * (measured - predicted) / predicted) : "-";
+}
+
+struct ClusterRun {
+  Plan plan;
+  std::vector<Tensor> outputs;
+  std::vector<double> latencies;
+  PlanExecutor::RunStats stats;  // of the last timed run
+  Timeline timeline;
+};
+
+ClusterRun run_plan(const RunOptions& options, const Graph& graph, const Plan& plan,
+                    const std::vector<std::unique_ptr<cpu::CpuDevice>>& devices,
+                    const std::vector<Tensor>& inputs) {
+  std::vector<Device*> pointers;
+  for (const auto& device : devices) pointers.push_back(device.get());
+  PlanExecutor::Options executor_options;
+  executor_options.faults = faults_from_environment();
+  executor_options.on_worker_start = [&devices](int device) {
+    devices[device]->bind_current_thread();
+  };
+  PlanExecutor executor(graph, plan, pointers, graph_for_batch(options, graph), executor_options);
+  ClusterRun run;
+  run.plan = plan;
+  for (int i = 0; i < options.warmup + options.iterations; ++i) {
+    run.outputs = executor.run(inputs);
+    if (i >= options.warmup) run.latencies.push_back(executor.stats().seconds);
+  }
+  run.stats = executor.stats();
+  run.timeline = executor.timeline();
+  return run;
+}
+
+Plan make_plan(const RunOptions& options, const PlanningProblem& problem,
+               const std::string& strategy) {
+  if (!options.plan.empty() && strategy.empty()) return read_plan(options.plan, problem);
+  const std::optional<Plan> plan =
+      make_strategy(strategy.empty() ? "auto" : strategy, problem.cluster())->plan(problem);
+  if (!plan) throw InputError(options.cluster, "no plan of the model fits this cluster");
+  return *plan;
+}
+
+std::string render_summary(const ClusterRun& run, const PlanningProblem& problem) {
+  const Plan& plan = run.plan;
+  std::vector<double> sorted = run.latencies;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  std::string text =
+      format("plan: %s, %zu segments, %zu transfers, %d micro-batch(es)\n", plan.strategy.c_str(),
+             plan.segments.size(), plan.transfers.size(), std::max(plan.microbatches, 1));
+  Table table({"", "measured", "predicted", "error"});
+  for (int d = 0; d < problem.device_count(); ++d) {
+    const double measured =
+        d < static_cast<int>(run.stats.busy_seconds.size()) ? run.stats.busy_seconds[d] : 0;
+    const double predicted = d < static_cast<int>(plan.predicted.busy_seconds.size())
+                                 ? plan.predicted.busy_seconds[d]
+                                 : 0;
+    if (measured == 0 && predicted == 0) continue;
+    table.add_row({problem.cluster().devices[d].id + " busy", format("%.3f ms", measured * 1e3),
+                   format("%.3f ms", predicted * 1e3), percent_error(measured, predicted)});
+  }
+  table.add_separator();
+  table.add_row({"latency (median)", format("%.3f ms", median * 1e3),
+                 format("%.3f ms", plan.predicted.latency_seconds * 1e3),
+                 percent_error(median, plan.predicted.latency_seconds)});
+  text += table.render();
+  std::string sources;
+  for (const std::string& source : plan.figure_sources)
+    sources += (sources.empty() ? "" : ", ") + source;
+  text += format(
+      "measured: %zu timed run(s) on this machine, %d segment runs and %d transfers "
+      "in the last; predicted: the planner's evaluator (%s)\n",
+      run.latencies.size(), run.stats.segments_run, run.stats.transfers,
+      sources.empty() ? "cost model" : sources.c_str());
+  return text;
+}
+
+}  // namespace
+
+int run_on_cluster(const RunOptions& options, const ImportedModel& model,
+                   const std::vector<Tensor>& inputs,
+                   const std::map<std::string, Tensor>& expected) {
+  const Graph& graph = model.graph;
+  const Cluster cluster = load_cluster(options.cluster);
+  const CostModel cost(cluster);
+  PlanOptions plan_options;
+  plan_options.batch = batch_of(graph);
+  const auto devices = make_devices(cost.cluster());
+  const PlanningProblem problem(graph, cost.cluster(), cost, plan_options);
+  ClusterRun run;
+  std::string failover_note;
+  try {
+    run = run_plan(options, graph, make_plan(options, problem, ""), devices, inputs);
+  } catch (const DeviceFailure& failure) {
+    if (!options.failover) {
+      std::fprintf(stderr, "tandem: error: device failed: %s\n", failure.what());
+      return kExitDeviceFailed;
+    }
+    // Re-plan with `auto` onto the devices left, and run that plan from the start.
+    PlanOptions remaining = plan_options;
+    remaining.excluded.push_back(failure.device_name());
+    const PlanningProblem replanned(graph, cost.cluster(), cost, remaining);
+    std::fprintf(stderr, "tandem: %s failed (%s); failing over: re-planning onto the others\n",
+                 failure.device_name().c_str(), failure.what());
+    run = run_plan(options, graph, make_plan(options, replanned, "auto"), devices, inputs);
+    failover_note = "failover: " + failure.device_name() + " failed; re-planned with auto onto " +
+                    "the remaining devices and finished\n";
+  }
+  if (!options.trace.empty()) {
+    run.timeline.source = "measured on this machine (" + options.cluster + ")";
+    write_chrome_trace(options.trace, run.timeline);
+  }
+  if (!options.output_dir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(options.output_dir, error);
+    if (error) throw InputError(options.output_dir, "cannot create the folder: " + error.message());
+  }
+  std::string text = "model: " + model.path + "\ncluster: " + options.cluster + "\n" +
+                     failover_note + render_summary(run, problem);
+  int status = kExitOk;
+  for (size_t i = 0; i < run.outputs.size(); ++i) {
+    const std::string& name = graph.values[graph.outputs[i]].name;
+    text += "output " + name + ": " + shape_str(run.outputs[i].shape()) + "\n";
+    if (!options.output_dir.empty()) {
+      std::string file = name;
+      for (char& c : file) {
+        if (c == '/' || c == '\\' || c == ':' || c == ' ') c = '_';
+      }
+      write_npy((std::filesystem::path(options.output_dir) / (file + ".npy")).string(),
+                run.outputs[i]);
+    }
+    auto reference = expected.find(name);
+    if (reference == expected.end()) continue;
+    const Comparison comparison = compare_tensors(run.outputs[i], reference->second);
+    text += "  matches " + name + ": " + (comparison.matches ? "yes" : "NO") + "\n";
+    if (!comparison.matches) status = kExitMismatch;
+  }
+  if (!options.trace.empty()) text += "trace written to " + options.trace + "\n";
+  std::printf("%s", text.c_str());
+  return status;
+}
+
+}  // namespace tandem::cli

@@ -1,0 +1,96 @@
+#include <cstdio>
+#include <fstream>
+
+#include "cli/commands.h"
+#include "ir/error.h"
+#include "ir/fuse.h"
+#include "plan/plan_json.h"
+#include "report/html_report.h"
+#include "report/table.h"
+#include "report/timeline.h"
+#include "sim/simulator.h"
+#include "sim/summary.h"
+
+namespace tandem::cli {
+namespace {
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) throw InputError(path, "cannot open the plan file");
+  try {
+    return nlohmann::json::parse(file);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(path, std::string("not JSON: ") + e.what());
+  }
+}
+
+// The planning problem the plan was made for: its objective and micro-batches from the file,
+// the batch as `tandem plan` counts it (the leading dimension of the first input).
+PlanOptions options_of(const nlohmann::json& plan, const Graph& graph, const std::string& file) {
+  PlanOptions options;
+  const std::string objective = plan.value("objective", "latency");
+  for (Objective candidate : {Objective::kLatency, Objective::kThroughput, Objective::kCost}) {
+    if (objective_name(candidate) == objective) options.objective = candidate;
+  }
+  options.batch = graph.inputs.empty() || graph.values[graph.inputs[0]].type.shape.empty()
+                      ? 1
+                      : std::max<int64_t>(graph.values[graph.inputs[0]].type.shape[0], 1);
+  const int64_t planned = plan.value("batch", options.batch);
+  if (planned != options.batch)
+    throw InputError(file, "the plan is for batch " + std::to_string(planned) +
+                               ", the model as bound has batch " + std::to_string(options.batch) +
+                               " (bind it with --dim as for `tandem plan`)");
+  options.microbatches = plan.value("microbatches", 1);
+  return options;
+}
+
+}  // namespace
+
+int simulate_command(const SimulateOptions& options) {
+  const nlohmann::json document = read_json(options.plan);
+  ModelOptions model_options;
+  model_options.model = options.model;
+  if (model_options.model.empty()) {
+    if (!document.is_object() || !document.contains("model") || !document["model"].is_string())
+      throw InputError(options.plan, "the plan file does not name its model: give --model");
+    model_options.model = document["model"].get<std::string>();
+  }
+  model_options.dims = options.dims;
+  model_options.shapes = options.shapes;
+  model_options.json = options.json;
+  ImportedModel model = load_model(model_options);
+  if (options.fuse) fuse_for_inference(model.graph);
+  const Cluster cluster = load_cluster(options.cluster);
+  const CostModel cost(cluster);
+  const PlanningProblem problem(model.graph, cost.cluster(), cost,
+                                options_of(document, model.graph, options.plan));
+  const Plan plan = plan_from_json(document, problem, options.plan);
+
+  SimulationOptions simulation;
+  simulation.replicas = options.replicas;
+  simulation.record_timeline = !options.trace.empty() || !options.report.empty();
+  const SimulationResult result = simulate(problem, plan, simulation);
+
+  if (!options.trace.empty()) write_chrome_trace(options.trace, result.timeline);
+  if (!options.report.empty()) {
+    write_html_report(options.report, simulation_html(result, plan, problem,
+                                                      options.plan + " on " + options.cluster));
+  }
+  if (result.overflow) {
+    const MemoryOverflow& overflow = *result.overflow;
+    throw InputError(options.plan, "does not fit: " + overflow.device + " needs " +
+                                       human_bytes(overflow.bytes) + " at " +
+                                       format("%.6g s", overflow.time_seconds) + ", it holds " +
+                                       human_bytes(overflow.capacity_bytes));
+  }
+  if (options.json) {
+    std::printf("%s\n", simulation_json(result, plan, problem).dump(2).c_str());
+  } else {
+    std::printf("%s", render_simulation(result, plan, problem).c_str());
+    if (!options.trace.empty()) std::printf("trace written to %s\n", options.trace.c_str());
+    if (!options.report.empty()) std::printf("report written to %s\n", options.report.c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace tandem::cli

@@ -1,0 +1,460 @@
+#include "runtime/plan_executor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "ir/error.h"
+#include "runtime/batch_split.h"
+#include "runtime/executor.h"
+#include "runtime/segment_graph.h"
+
+namespace tandem {
+
+using Clock = std::chrono::steady_clock;
+
+// A segment compiled for one piece size: its graph, its executor, its inputs and outputs as
+// value ids of the whole (full-batch) graph.
+struct CompiledSegment {
+  SegmentGraph graph;
+  std::unique_ptr<GraphExecutor> executor;
+  std::vector<int> inputs, outputs;
+  int nodes_done = 0;  // in the current run of it: names the op that failed
+};
+
+struct PlanExecutor::Segment {
+  int index = 0;  // in the plan's segments (data-parallel: the device's replica)
+  int device = 0;
+  std::vector<int> nodes;
+  std::unordered_map<int, std::vector<int>> readers_elsewhere;  // value -> other devices
+  std::vector<std::unique_ptr<CompiledSegment>> compiled;       // per piece graph, or null
+};
+
+struct PlanExecutor::Job {
+  int segment = 0;  // index into segments_
+  int piece = 0;
+};
+
+namespace {
+
+struct CopyTask {
+  int value = 0, piece = 0, from = 0;
+  Tensor tensor;
+};
+
+// Thrown inside a worker to unwind when another worker has failed.
+struct Aborted {};
+
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+}  // namespace
+
+// Everything one run shares between its workers, under one mutex: each worker waits on
+// `changed` for its inputs, its copies, or `aborted`, so no worker outlives a failure.
+struct PlanExecutor::RunState {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<std::vector<std::unordered_map<int, Tensor>>> env;      // [piece][device]
+  std::vector<std::vector<std::unordered_map<int, int>>> reads_left;  // [piece][device]
+  std::vector<std::deque<CopyTask>> copies;                           // per consumer device
+  std::vector<int> copies_expected;                                   // per consumer device
+  std::vector<std::vector<Tensor>> results;                           // [piece][graph output]
+  std::exception_ptr error;
+  bool aborted = false;
+  Clock::time_point start;
+  std::vector<TimelineSpan> spans;  // track: device * 2 (compute) or device * 2 + 1 (copy)
+  std::vector<double> busy;
+  int segments_run = 0, transfers = 0;
+
+  void fail(std::exception_ptr failure) {
+    std::lock_guard lock(mutex);
+    if (!error) error = std::move(failure);
+    aborted = true;
+    changed.notify_all();
+  }
+};
+
+PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan, std::vector<Device*> devices,
+                           GraphForBatch graph_for_batch, Options options)
+    : graph_(graph),
+      plan_(plan),
+      devices_(std::move(devices)),
+      options_(std::move(options)),
+      segments_started_(devices_.size()) {
+  if (plan.device_of_node.size() != graph.nodes.size())
+    throw InputError("plan", "it places " + std::to_string(plan.device_of_node.size()) +
+                                 " nodes, the model has " + std::to_string(graph.nodes.size()));
+  build_pieces(graph_for_batch);
+  build_segments();
+}
+
+PlanExecutor::~PlanExecutor() = default;
+
+void PlanExecutor::build_pieces(GraphForBatch& graph_for_batch) {
+  if (!graph_.inputs.empty() && !graph_.values[graph_.inputs[0]].type.shape.empty())
+    batch_ = std::max<int64_t>(graph_.values[graph_.inputs[0]].type.shape[0], 1);
+  if (!plan_.batch_share.empty()) {
+    int64_t given = 0;
+    for (size_t d = 0; d < plan_.batch_share.size(); ++d) {
+      const auto samples = static_cast<int64_t>(std::llround(plan_.batch_share[d] * batch_));
+      if (samples <= 0) continue;
+      piece_sizes_.push_back(samples);
+      piece_device_.push_back(static_cast<int>(d));
+      given += samples;
+    }
+    if (given != batch_)
+      throw InputError("plan", "its batch shares make " + std::to_string(given) +
+                                   " samples, the batch has " + std::to_string(batch_));
+  } else {
+    const int64_t pieces = std::max(plan_.microbatches, 1);
+    if (pieces > batch_)
+      throw InputError("plan", std::to_string(pieces) + " micro-batches of a batch of " +
+                                   std::to_string(batch_));
+    for (int64_t p = 0; p < pieces; ++p)
+      piece_sizes_.push_back(batch_ / pieces + (p < batch_ % pieces ? 1 : 0));
+    piece_device_.assign(piece_sizes_.size(), -1);
+  }
+  for (int id : graph_.inputs) {
+    const Shape& shape = graph_.values[id].type.shape;
+    split_input_.push_back(!shape.empty() && shape[0] == batch_);
+  }
+  const bool splits = piece_sizes_.size() > 1;
+  if (splits) {
+    for (int id : graph_.outputs) {
+      const Shape& shape = graph_.values[id].type.shape;
+      if (shape.empty() || shape[0] != batch_)
+        throw InputError("plan", "it splits the batch, but output '" + graph_.values[id].name +
+                                     "' has no batch dimension");
+    }
+  }
+  std::vector<int64_t> graph_sizes;  // the batch of each of piece_graphs_
+  for (int64_t size : piece_sizes_) {
+    const auto known = std::find(graph_sizes.begin(), graph_sizes.end(), size);
+    if (known != graph_sizes.end()) {
+      piece_graph_.push_back(static_cast<int>(known - graph_sizes.begin()));
+      continue;
+    }
+    std::shared_ptr<const Graph> piece_graph;
+    if (size == batch_) {
+      piece_graph = std::shared_ptr<const Graph>(&graph_, [](const Graph*) {});
+    } else {
+      if (!graph_for_batch)
+        throw InputError("plan", "it splits the batch, and no model for a smaller batch is given");
+      piece_graph = graph_for_batch(size);
+      const bool same_nodes =
+          piece_graph->nodes.size() == graph_.nodes.size() &&
+          std::equal(graph_.nodes.begin(), graph_.nodes.end(), piece_graph->nodes.begin(),
+                     [](const Node& a, const Node& b) { return a.name == b.name; });
+      if (!same_nodes)
+        throw InputError("plan", "the model bound to " + std::to_string(size) +
+                                     " samples has other nodes: it cannot be split by batch");
+      for (int id : piece_graph->outputs) {
+        const Shape& shape = piece_graph->values[id].type.shape;
+        if (shape.empty() || shape[0] != size)
+          throw InputError("plan", "output '" + piece_graph->values[id].name +
+                                       "' does not follow the batch: it cannot be split");
+      }
+    }
+    piece_graph_.push_back(static_cast<int>(piece_graphs_.size()));
+    piece_graphs_.push_back(std::move(piece_graph));
+    graph_sizes.push_back(size);
+  }
+}
+
+void PlanExecutor::build_segments() {
+  const int device_count = static_cast<int>(devices_.size());
+  std::vector<int> segment_of_node(graph_.nodes.size(), -1);
+  if (!plan_.batch_share.empty()) {
+    for (int device : piece_device_) {
+      auto segment = std::make_unique<Segment>();
+      segment->index = static_cast<int>(segments_.size());
+      segment->device = device;
+      for (int n = 0; n < static_cast<int>(graph_.nodes.size()); ++n) segment->nodes.push_back(n);
+      segments_.push_back(std::move(segment));
+    }
+  } else {
+    if (plan_.segments.empty()) throw InputError("plan", "it has no segments");
+    std::vector<int> position(graph_.nodes.size(), 0);
+    for (size_t i = 0; i < plan_.order.size(); ++i) position[plan_.order[i]] = static_cast<int>(i);
+    std::vector<int> by_start(plan_.segments.size());
+    for (size_t s = 0; s < by_start.size(); ++s) by_start[s] = static_cast<int>(s);
+    std::stable_sort(by_start.begin(), by_start.end(), [&](int a, int b) {
+      return position[plan_.segments[a].nodes.front()] < position[plan_.segments[b].nodes.front()];
+    });
+    for (int s : by_start) {
+      auto segment = std::make_unique<Segment>();
+      segment->index = s;
+      segment->device = plan_.segments[s].device;
+      segment->nodes = plan_.segments[s].nodes;
+      std::sort(segment->nodes.begin(), segment->nodes.end());  // graph order is topological
+      for (int n : segment->nodes) segment_of_node[n] = static_cast<int>(segments_.size());
+      segments_.push_back(std::move(segment));
+    }
+  }
+  for (const auto& segment : segments_) {
+    if (segment->device < 0 || segment->device >= device_count || !devices_[segment->device])
+      throw InputError("plan", "segment " + std::to_string(segment->index) +
+                                   " is on a device this run has no backend for");
+  }
+
+  jobs_.assign(device_count, {});
+  for (int p = 0; p < static_cast<int>(piece_sizes_.size()); ++p) {
+    for (int s = 0; s < static_cast<int>(segments_.size()); ++s) {
+      const int device = segments_[s]->device;
+      if (piece_device_[p] < 0 || piece_device_[p] == device) jobs_[device].push_back({s, p});
+    }
+  }
+
+  // Compile each segment once per piece size it runs on.
+  std::vector<std::vector<std::vector<int>>> readers(piece_graphs_.size());
+  for (size_t g = 0; g < piece_graphs_.size(); ++g) readers[g] = value_readers(*piece_graphs_[g]);
+  for (const auto& device_jobs : jobs_) {
+    for (const Job& job : device_jobs) {
+      Segment& segment = *segments_[job.segment];
+      const int g = piece_graph_[job.piece];
+      segment.compiled.resize(piece_graphs_.size());
+      if (segment.compiled[g]) continue;
+      const Graph& piece_graph = *piece_graphs_[g];
+      auto compiled = std::make_unique<CompiledSegment>();
+      compiled->graph = extract_segment(piece_graph, segment.nodes, readers[g]);
+      auto to_main = [&](int id) {
+        const int main_id = graph_.find_value(piece_graph.values[id].name);
+        if (main_id < 0)
+          throw InputError(
+              "plan", "value '" + piece_graph.values[id].name + "' differs between batch sizes");
+        return main_id;
+      };
+      for (int id : compiled->graph.inputs) compiled->inputs.push_back(to_main(id));
+      for (int id : compiled->graph.outputs) compiled->outputs.push_back(to_main(id));
+      compiled->executor =
+          std::make_unique<GraphExecutor>(compiled->graph.graph, *devices_[segment.device]);
+      CompiledSegment* raw = compiled.get();
+      compiled->executor->set_observer(
+          [raw](const Node&, std::chrono::nanoseconds) { ++raw->nodes_done; });
+      segment.compiled[g] = std::move(compiled);
+    }
+  }
+
+  // Which other devices read each segment's outputs; a read of a later segment is a bad plan.
+  const std::vector<std::vector<int>> main_readers = value_readers(graph_);
+  for (size_t s = 0; s < segments_.size() && plan_.batch_share.empty(); ++s) {
+    Segment& segment = *segments_[s];
+    for (int n : segment.nodes) {
+      for (int out : graph_.nodes[n].outputs) {
+        if (out < 0) continue;
+        for (int reader : main_readers[out]) {
+          const int other = segment_of_node[reader];
+          if (other < static_cast<int>(s))
+            throw InputError("plan", "segment " + std::to_string(segments_[other]->index) +
+                                         " reads a value of a later segment");
+          const int device = segments_[other]->device;
+          std::vector<int>& devices = segment.readers_elsewhere[out];
+          if (device != segment.device &&
+              std::find(devices.begin(), devices.end(), device) == devices.end())
+            devices.push_back(device);
+        }
+      }
+    }
+  }
+}
+
+std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
+  if (inputs.size() != graph_.inputs.size())
+    throw InputError("the graph takes " + std::to_string(graph_.inputs.size()) + " inputs, got " +
+                     std::to_string(inputs.size()));
+  const int device_count = static_cast<int>(devices_.size());
+  const int pieces = static_cast<int>(piece_sizes_.size());
+  RunState state;
+  state.env.assign(pieces, std::vector<std::unordered_map<int, Tensor>>(device_count));
+  state.reads_left.assign(pieces, std::vector<std::unordered_map<int, int>>(device_count));
+  state.copies.resize(device_count);
+  state.copies_expected.assign(device_count, 0);
+  state.results.assign(pieces, std::vector<Tensor>(graph_.outputs.size()));
+  state.busy.assign(device_count, 0);
+
+  std::vector<std::vector<Tensor>> input_pieces;  // [graph input][piece]
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    input_pieces.push_back(split_input_[k] && pieces > 1 ? split_batch(inputs[k], piece_sizes_)
+                                                         : std::vector<Tensor>(pieces, inputs[k]));
+  }
+  for (int d = 0; d < device_count; ++d) {
+    for (const Job& job : jobs_[d]) {
+      const Segment& segment = *segments_[job.segment];
+      const CompiledSegment& compiled = *segment.compiled[piece_graph_[job.piece]];
+      for (int v : compiled.inputs) {
+        ++state.reads_left[job.piece][d][v];
+        const auto input = std::find(graph_.inputs.begin(), graph_.inputs.end(), v);
+        if (input != graph_.inputs.end())
+          state.env[job.piece][d][v] = input_pieces[input - graph_.inputs.begin()][job.piece];
+      }
+      for (const auto& [value, readers] : segment.readers_elsewhere) {
+        for (int reader : readers) ++state.copies_expected[reader];
+      }
+    }
+  }
+
+  state.start = Clock::now();
+  std::vector<std::thread> workers;
+  for (int d = 0; d < device_count; ++d) {
+    if (jobs_[d].empty() && state.copies_expected[d] == 0) continue;
+    workers.emplace_back([this, &state, d] { compute_worker(state, d); });
+    if (state.copies_expected[d] > 0)
+      workers.emplace_back([this, &state, d] { copy_worker(state, d); });
+  }
+  for (std::thread& worker : workers) worker.join();
+  const double seconds = seconds_between(state.start, Clock::now());
+
+  timeline_ = Timeline{};
+  timeline_.source = "measured";
+  for (int d = 0; d < device_count; ++d) {
+    const std::string name = devices_[d] ? devices_[d]->name() : "device" + std::to_string(d);
+    timeline_.devices.push_back(name);
+    timeline_.tracks.push_back({name + " compute", name});
+    timeline_.tracks.push_back({name + " copy", name});
+  }
+  timeline_.spans = std::move(state.spans);
+  stats_ = RunStats{seconds, state.busy, state.segments_run, state.transfers};
+  if (state.error) std::rethrow_exception(state.error);  // state's buffers go with it
+
+  std::vector<Tensor> outputs;
+  for (size_t k = 0; k < graph_.outputs.size(); ++k) {
+    std::vector<Tensor> parts;
+    for (int p = 0; p < pieces; ++p) {
+      Tensor part = state.results[p][k];
+      const int id = graph_.outputs[k];
+      if (!part.defined()) {  // returned as given: a graph input or a constant
+        const auto input = std::find(graph_.inputs.begin(), graph_.inputs.end(), id);
+        part = input != graph_.inputs.end() ? input_pieces[input - graph_.inputs.begin()][p]
+                                            : graph_.values[id].constant;
+      }
+      parts.push_back(std::move(part));
+    }
+    outputs.push_back(concat_batch(parts));
+  }
+  return outputs;
+}
+
+void PlanExecutor::compute_worker(RunState& state, int device) {
+  const std::string name = devices_[device]->name();
+  const Job* current = nullptr;
+  try {
+    if (options_.on_worker_start) options_.on_worker_start(device);
+    for (const Job& job : jobs_[device]) {
+      current = &job;
+      run_job(state, job);
+    }
+  } catch (const Aborted&) {
+  } catch (const std::exception& error) {
+    std::string where = name;
+    if (current) {
+      const Segment& segment = *segments_[current->segment];
+      const CompiledSegment& compiled = *segment.compiled[piece_graph_[current->piece]];
+      const size_t failed = std::min<size_t>(compiled.nodes_done, segment.nodes.size() - 1);
+      where += ": segment " + std::to_string(segment.index);
+      if (piece_sizes_.size() > 1 && plan_.batch_share.empty())
+        where += " (micro-batch " + std::to_string(current->piece) + ")";
+      where += ", op " + graph_.nodes[segment.nodes[failed]].label();
+    }
+    state.fail(std::make_exception_ptr(DeviceFailure(device, name, where + ": " + error.what())));
+  }
+}
+
+void PlanExecutor::run_job(RunState& state, const Job& job) {
+  Segment& segment = *segments_[job.segment];
+  CompiledSegment& compiled = *segment.compiled[piece_graph_[job.piece]];
+  const int device = segment.device;
+  std::vector<Tensor> inputs;
+  {
+    std::unique_lock lock(state.mutex);
+    auto& env = state.env[job.piece][device];
+    state.changed.wait(lock, [&] {
+      return state.aborted || std::all_of(compiled.inputs.begin(), compiled.inputs.end(),
+                                          [&](int v) { return env.count(v) > 0; });
+    });
+    if (state.aborted) throw Aborted{};
+    for (int v : compiled.inputs) {
+      inputs.push_back(env[v]);
+      if (--state.reads_left[job.piece][device][v] == 0) env.erase(v);
+    }
+  }
+  compiled.nodes_done = 0;
+  const int started = segments_started_[device]++;
+  for (const Fault& fault : options_.faults) {
+    if (fault.device != devices_[device]->name()) continue;
+    if (fault.kind == Fault::Kind::kFail && started >= fault.after_segments)
+      throw std::runtime_error("injected fault (TANDEM_FAULT=" + fault.text + ")");
+    if (fault.kind == Fault::Kind::kDelay) {
+      std::unique_lock lock(state.mutex);
+      state.changed.wait_for(lock, std::chrono::milliseconds(fault.delay_ms),
+                             [&] { return state.aborted; });
+      if (state.aborted) throw Aborted{};
+    }
+  }
+  const auto begin = Clock::now();
+  std::vector<Tensor> outputs = compiled.executor->run(inputs);
+  const auto end = Clock::now();
+  inputs.clear();
+
+  std::lock_guard lock(state.mutex);
+  const double start_seconds = seconds_between(state.start, begin);
+  const double duration = seconds_between(begin, end);
+  state.spans.push_back({device * 2, "segment " + std::to_string(segment.index), "compute",
+                         start_seconds, duration, piece_sizes_.size() > 1 ? job.piece : -1, 0});
+  state.busy[device] += duration;
+  ++state.segments_run;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const int v = compiled.outputs[i];
+    const auto returned = std::find(graph_.outputs.begin(), graph_.outputs.end(), v);
+    if (returned != graph_.outputs.end())
+      state.results[job.piece][returned - graph_.outputs.begin()] = outputs[i];
+    if (state.reads_left[job.piece][device].count(v)) state.env[job.piece][device][v] = outputs[i];
+    const auto elsewhere = segment.readers_elsewhere.find(v);
+    if (elsewhere == segment.readers_elsewhere.end()) continue;
+    for (int reader : elsewhere->second)
+      state.copies[reader].push_back({v, job.piece, device, outputs[i]});
+  }
+  state.changed.notify_all();
+}
+
+void PlanExecutor::copy_worker(RunState& state, int device) {
+  try {
+    if (options_.on_worker_start) options_.on_worker_start(device);
+    for (int done = 0; done < state.copies_expected[device]; ++done) {
+      CopyTask task;
+      {
+        std::unique_lock lock(state.mutex);
+        state.changed.wait(lock, [&] { return state.aborted || !state.copies[device].empty(); });
+        if (state.aborted) return;
+        task = std::move(state.copies[device].front());
+        state.copies[device].pop_front();
+      }
+      // One host: a transfer is a copy into a buffer of the consumer device.
+      const auto begin = Clock::now();
+      Tensor copy = task.tensor.clone();
+      const auto end = Clock::now();
+      const auto bytes = static_cast<double>(copy.nbytes());
+      task.tensor = Tensor();
+      std::lock_guard lock(state.mutex);
+      state.env[task.piece][device][task.value] = std::move(copy);  // what it waits for
+      state.spans.push_back(
+          {device * 2 + 1, graph_.values[task.value].name + " -> " + devices_[device]->name(),
+           "transfer", seconds_between(state.start, begin), seconds_between(begin, end),
+           piece_sizes_.size() > 1 ? task.piece : -1, bytes});
+      ++state.transfers;
+      state.changed.notify_all();
+    }
+  } catch (const std::exception& error) {
+    const std::string name = devices_[device]->name();
+    state.fail(std::make_exception_ptr(
+        DeviceFailure(device, name, name + ": copy into its memory: " + error.what())));
+  }
+}
+
+}  // namespace tandem

@@ -1,0 +1,523 @@
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "ir/error.h"
+#include "sim/event_queue.h"
+#include "sim/memory_ledger.h"
+#include "sim/shared_links.h"
+
+namespace tandem {
+namespace {
+
+// How one lane (the whole batch, a micro-batch, a data-parallel share) places the nodes:
+// where each runs, who reads its outputs here, and what it sends elsewhere.
+struct Destination {
+  int device = 0;
+  double bytes = 0;          // of the whole batch
+  std::vector<int> readers;  // one entry per read
+  int slot = 0;              // its received copy in an instance's remote buffers
+  std::string label;         // "value -> device", for the timeline
+};
+
+struct NodeLayout {
+  int device = 0;
+  std::vector<int> local_readers;  // one entry per read on this device
+  std::vector<Destination> destinations;
+  int initial_refs = 0;            // reads here + copies out + 1 for a graph output
+  int inputs = 0;                  // reads of other nodes' outputs
+  std::vector<int> local_inputs;   // producers on this device, one entry per read
+  std::vector<int> remote_inputs;  // received-copy slots, one entry per read
+};
+
+struct Layout {
+  std::vector<NodeLayout> nodes;
+  std::vector<std::vector<int>> nodes_on_device;  // in the plan's order
+  std::vector<int> slot_refs;                     // reads of each received copy
+  std::vector<int> slot_device;
+  std::vector<double> slot_bytes;
+};
+
+std::string node_label(const PlanningProblem& problem, int node) {
+  return problem.graph() ? problem.graph()->nodes[node].name : "n" + std::to_string(node);
+}
+
+std::string value_label(const PlanningProblem& problem, const PlanningProblem::OutputValue& value,
+                        int node) {
+  if (problem.graph() && value.value >= 0) return problem.graph()->values[value.value].name;
+  return node_label(problem, node);
+}
+
+Layout make_layout(const PlanningProblem& problem, const std::vector<int>& device_of_node,
+                   const std::vector<int>& order) {
+  const int nodes = problem.node_count();
+  Layout layout;
+  layout.nodes.resize(nodes);
+  layout.nodes_on_device.resize(problem.device_count());
+  for (int n : order) layout.nodes_on_device[device_of_node[n]].push_back(n);
+  for (int n = 0; n < nodes; ++n) {
+    NodeLayout& node = layout.nodes[n];
+    node.device = device_of_node[n];
+    for (const PlanningProblem::OutputValue& value : problem.values_out(n)) {
+      for (int reader : value.readers) {
+        const int device = device_of_node[reader];
+        if (device == node.device) {
+          node.local_readers.push_back(reader);
+          layout.nodes[reader].local_inputs.push_back(n);
+          continue;
+        }
+        auto it = std::find_if(node.destinations.begin(), node.destinations.end(),
+                               [&](const Destination& d) { return d.device == device; });
+        if (it == node.destinations.end()) {
+          Destination destination;
+          destination.device = device;
+          destination.slot = static_cast<int>(layout.slot_refs.size());
+          destination.label =
+              value_label(problem, value, n) + " -> " + problem.cluster().devices[device].id;
+          layout.slot_refs.push_back(0);
+          layout.slot_device.push_back(device);
+          layout.slot_bytes.push_back(0);
+          node.destinations.push_back(std::move(destination));
+          it = node.destinations.end() - 1;
+        }
+        it->readers.push_back(reader);
+        layout.nodes[reader].remote_inputs.push_back(it->slot);
+        ++layout.slot_refs[it->slot];
+      }
+      // Each value crosses once to each device its readers are on.
+      std::vector<int> counted;
+      for (int reader : value.readers) {
+        const int device = device_of_node[reader];
+        if (device == node.device ||
+            std::find(counted.begin(), counted.end(), device) != counted.end())
+          continue;
+        counted.push_back(device);
+        for (Destination& destination : node.destinations) {
+          if (destination.device == device) destination.bytes += value.bytes;
+        }
+      }
+    }
+    for (const Destination& destination : node.destinations)
+      layout.slot_bytes[destination.slot] = destination.bytes;
+  }
+  for (int n = 0; n < nodes; ++n) {
+    NodeLayout& node = layout.nodes[n];
+    node.inputs = static_cast<int>(node.local_inputs.size() + node.remote_inputs.size());
+    node.initial_refs = static_cast<int>(node.local_readers.size() + node.destinations.size()) +
+                        (problem.final_output_bytes(n) > 0 ? 1 : 0);
+  }
+  return layout;
+}
+
+std::vector<int> checked_order(const PlanningProblem& problem, const Plan& plan) {
+  const int nodes = problem.node_count();
+  if (static_cast<int>(plan.device_of_node.size()) != nodes)
+    throw InputError("plan", "device_of_node has " + std::to_string(plan.device_of_node.size()) +
+                                 " entries for " + std::to_string(nodes) + " nodes");
+  for (int device : plan.device_of_node) {
+    if (device < 0 || device >= problem.device_count())
+      throw InputError("plan", "device index " + std::to_string(device) + " out of range");
+  }
+  std::vector<int> order = plan.order;
+  if (order.empty()) {
+    for (int n = 0; n < nodes; ++n) order.push_back(n);
+  }
+  std::vector<int> position(nodes, -1);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const int n = order[i];
+    if (n < 0 || n >= nodes || position[n] >= 0 || order.size() != static_cast<size_t>(nodes))
+      throw InputError("plan", "order is not a permutation of the nodes");
+    position[n] = static_cast<int>(i);
+  }
+  for (int n = 0; n < nodes; ++n) {
+    for (const auto& [predecessor, bytes] : problem.predecessors(n)) {
+      if (position[predecessor] > position[n])
+        throw InputError("plan", "order runs " + node_label(problem, n) + " before its input " +
+                                     node_label(problem, predecessor));
+    }
+  }
+  return order;
+}
+
+class Simulation {
+ public:
+  Simulation(const PlanningProblem& problem, const Plan& plan, const SimulationOptions& options)
+      : problem_(problem),
+        options_(options),
+        replicas_(std::max(options.replicas, 1)),
+        devices_(problem.device_count()),
+        links_(problem.cluster(), replicas_) {
+    const std::vector<int> order = checked_order(problem, plan);
+    if (!plan.batch_share.empty()) {
+      if (static_cast<int>(plan.batch_share.size()) != devices_)
+        throw InputError("plan", "batch_share needs one entry per device");
+      for (int d = 0; d < devices_; ++d) {
+        if (plan.batch_share[d] <= 0) continue;
+        layouts_.push_back(make_layout(problem, std::vector<int>(problem.node_count(), d), order));
+        lanes_.push_back({static_cast<int>(layouts_.size()) - 1, plan.batch_share[d]});
+      }
+    } else {
+      layouts_.push_back(make_layout(problem, plan.device_of_node, order));
+      const int microbatches = plan.stages.empty() ? 1 : std::max(plan.microbatches, 1);
+      for (int m = 0; m < microbatches; ++m) lanes_.push_back({0, 1.0 / microbatches});
+    }
+    if (lanes_.empty()) throw InputError("plan", "no device has a share of the batch");
+    pipelined_ = plan.batch_share.empty() && lanes_.size() > 1;
+    batch_ = static_cast<double>(problem.options().batch);
+    build_state();
+  }
+
+  SimulationResult run() {
+    for (int sd = 0; sd < replicas_ * devices_; ++sd) try_start(sd);
+    while (!events_.empty() && !result_.overflow) {
+      const Event event = events_.pop();
+      now_ = event.time;
+      switch (event.kind) {
+        case EventKind::kComputeDone: compute_done(event.a, event.b, event.c); break;
+        case EventKind::kHopReady: join_link(event.a); break;
+        case EventKind::kLinkDue: link_due(event.a, event.b); break;
+      }
+      ++result_.events;
+    }
+    return finish();
+  }
+
+ private:
+  struct Lane {
+    int layout = 0;
+    double fraction = 1;
+  };
+  struct DeviceState {
+    bool computing = false;
+    int copies_held = 0;  // CPU devices: transfers its cores are copying
+    double active_since = 0;
+    double busy = 0;
+  };
+  struct InFlight {
+    int instance = 0, node = 0, destination = 0, hop = 0, source = 0;
+    double bytes = 0, remaining = 0, hop_start = 0;
+    int track = -1;
+  };
+
+  const Layout& layout_of(int instance) const {
+    return layouts_[lanes_[instance % lanes_.size()].layout];
+  }
+  int sim_device(int instance, int device) const {
+    return instance / static_cast<int>(lanes_.size()) * devices_ + device;
+  }
+  std::string device_name(int sd) const {
+    const std::string& id = problem_.cluster().devices[sd % devices_].id;
+    return replicas_ > 1 ? "r" + std::to_string(sd / devices_) + "/" + id : id;
+  }
+
+  void build_state() {
+    const int sim_devices = replicas_ * devices_;
+    const int instances = replicas_ * static_cast<int>(lanes_.size());
+    const int nodes = problem_.node_count();
+    size_t slots = 0;
+    for (const Layout& layout : layouts_) slots = std::max(slots, layout.slot_refs.size());
+    slots_ = slots;
+    remaining_.resize(static_cast<size_t>(instances) * nodes);
+    refs_.resize(static_cast<size_t>(instances) * nodes);
+    remote_refs_.resize(static_cast<size_t>(instances) * slots_);
+    nodes_done_.assign(instances, 0);
+    lane_finish_.assign(lanes_.size(), 0);
+    for (int i = 0; i < instances; ++i) {
+      const Layout& layout = layout_of(i);
+      for (int n = 0; n < nodes; ++n) {
+        remaining_[static_cast<size_t>(i) * nodes + n] = layout.nodes[n].inputs;
+        refs_[static_cast<size_t>(i) * nodes + n] = layout.nodes[n].initial_refs;
+      }
+      for (size_t s = 0; s < layout.slot_refs.size(); ++s)
+        remote_refs_[i * slots_ + s] = layout.slot_refs[s];
+    }
+    state_.resize(sim_devices);
+    cursor_.assign(static_cast<size_t>(sim_devices) * lanes_.size(), 0);
+    lanes_on_device_.resize(devices_);
+    for (size_t k = 0; k < lanes_.size(); ++k) {
+      for (int d = 0; d < devices_; ++d) {
+        if (!layouts_[lanes_[k].layout].nodes_on_device[d].empty())
+          lanes_on_device_[d].push_back(static_cast<int>(k));
+      }
+    }
+    result_.replicas = replicas_;
+    result_.device_bytes.assign(devices_, std::vector<double>(devices_, 0));
+    Timeline& timeline = result_.timeline;
+    std::vector<std::string> sources;
+    for (const DeviceSpec& spec : problem_.cluster().devices) {
+      std::string source = !spec.profile.empty()  ? "calibration " + spec.profile
+                           : !spec.preset.empty() ? "preset " + spec.preset
+                                                  : "cluster file figures";
+      if (std::find(sources.begin(), sources.end(), source) == sources.end())
+        sources.push_back(source);
+    }
+    timeline.source = "predicted (simulator; figures: ";
+    for (size_t s = 0; s < sources.size(); ++s) timeline.source += (s ? ", " : "") + sources[s];
+    timeline.source += ")";
+    // Weights are resident from the start on every device that runs a node reading them.
+    std::vector<double> weights(devices_, 0);
+    for (const Layout& layout : layouts_) {
+      for (int d = 0; d < devices_; ++d) {
+        if (layout.nodes_on_device[d].empty()) continue;
+        weights[d] = problem_.memory_use(layout.nodes_on_device[d]).weights;
+      }
+    }
+    std::vector<double> capacity(sim_devices);
+    for (int sd = 0; sd < sim_devices; ++sd) {
+      const std::string name = device_name(sd);
+      timeline.devices.push_back(name);
+      timeline.add_track(name + " compute", name);
+      capacity[sd] = problem_.memory_capacity(sd % devices_);
+    }
+    memory_ = MemoryLedger(std::move(capacity), options_.record_timeline ? &timeline : nullptr);
+    for (int sd = 0; sd < sim_devices; ++sd) allocate(sd, weights[sd % devices_]);
+  }
+
+  void allocate(int sd, double bytes) {
+    if (bytes <= 0 || result_.overflow) return;
+    if (!memory_.allocate(sd, bytes, now_)) {
+      result_.overflow =
+          MemoryOverflow{device_name(sd), now_, memory_.in_use(sd), memory_.capacity(sd)};
+    }
+  }
+
+  void release(int sd, double bytes) {
+    if (bytes > 0) memory_.release(sd, bytes, now_);
+  }
+
+  void set_activity(int sd, bool computing, int copies_delta) {
+    DeviceState& state = state_[sd];
+    const bool was = state.computing || state.copies_held > 0;
+    state.computing = computing;
+    state.copies_held += copies_delta;
+    const bool is = state.computing || state.copies_held > 0;
+    if (is && !was) state.active_since = now_;
+    if (was && !is) state.busy += now_ - state.active_since;
+  }
+
+  // Starts the device's next node: the earliest lane whose next node has all its inputs.
+  void try_start(int sd) {
+    const DeviceState& state = state_[sd];
+    if (state.computing || state.copies_held > 0) return;
+    const int device = sd % devices_;
+    const int replica = sd / devices_;
+    const int nodes = problem_.node_count();
+    for (int k : lanes_on_device_[device]) {
+      const std::vector<int>& sequence = layouts_[lanes_[k].layout].nodes_on_device[device];
+      int& cursor = cursor_[static_cast<size_t>(sd) * lanes_.size() + k];
+      if (cursor >= static_cast<int>(sequence.size())) continue;
+      const int node = sequence[cursor];
+      const int instance = replica * static_cast<int>(lanes_.size()) + k;
+      if (remaining_[static_cast<size_t>(instance) * nodes + node] > 0) continue;
+      ++cursor;
+      set_activity(sd, true, 0);
+      allocate(sd, problem_.output_bytes(node) * lanes_[k].fraction);
+      const double seconds = problem_.seconds_for_share(node, device, lanes_[k].fraction);
+      if (options_.record_timeline) {
+        result_.timeline.spans.push_back(
+            {sd, node_label(problem_, node), "compute", now_, seconds, pipelined_ ? k : -1, 0});
+      }
+      events_.push({now_ + seconds, EventKind::kComputeDone, static_cast<uint32_t>(sd),
+                    static_cast<uint32_t>(instance), static_cast<uint32_t>(node)});
+      return;
+    }
+  }
+
+  void drop_local_ref(int instance, int node) {
+    const size_t index = static_cast<size_t>(instance) * problem_.node_count() + node;
+    if (--refs_[index] == 0)
+      release(sim_device(instance, layout_of(instance).nodes[node].device),
+              problem_.output_bytes(node) * lanes_[instance % lanes_.size()].fraction);
+  }
+
+  void input_arrived(int instance, int reader) {
+    --remaining_[static_cast<size_t>(instance) * problem_.node_count() + reader];
+  }
+
+  void compute_done(int sd, int instance, int node) {
+    set_activity(sd, false, 0);
+    const Layout& layout = layout_of(instance);
+    const NodeLayout& placed = layout.nodes[node];
+    const double fraction = lanes_[instance % lanes_.size()].fraction;
+    for (int producer : placed.local_inputs) drop_local_ref(instance, producer);
+    for (int slot : placed.remote_inputs) {
+      if (--remote_refs_[instance * slots_ + slot] == 0)
+        release(sd, layout.slot_bytes[slot] * fraction);
+    }
+    for (int reader : placed.local_readers) input_arrived(instance, reader);
+    if (placed.initial_refs == 0)
+      release(sd, problem_.output_bytes(node) * fraction);  // nothing reads it, not an output
+    for (size_t d = 0; d < placed.destinations.size(); ++d)
+      send(sd, instance, node, static_cast<int>(d), fraction);
+    if (++nodes_done_[instance] == problem_.node_count()) {
+      double& finish = lane_finish_[instance % lanes_.size()];
+      finish = std::max(finish, now_);
+    }
+    try_start(sd);
+  }
+
+  void send(int sd, int instance, int node, int d, double fraction) {
+    const Destination& destination = layout_of(instance).nodes[node].destinations[d];
+    const int target = sim_device(instance, destination.device);
+    const double bytes = destination.bytes * fraction;
+    allocate(target, bytes);  // the receiving buffer, before the copy starts
+    result_.device_bytes[sd % devices_][destination.device] += bytes;
+    InFlight transfer;
+    transfer.instance = instance;
+    transfer.node = node;
+    transfer.destination = d;
+    transfer.source = sd;
+    transfer.bytes = bytes;
+    const int id = allocate_transfer(transfer);
+    // A CPU device's cores do the copy out of its memory: its queue waits for the first hop.
+    if (problem_.cluster().devices[sd % devices_].kind == DeviceKind::kCpu)
+      set_activity(sd, false, +1);
+    start_hop(id);
+  }
+
+  int allocate_transfer(const InFlight& transfer) {
+    if (free_transfers_.empty()) {
+      transfers_.push_back(transfer);
+      return static_cast<int>(transfers_.size()) - 1;
+    }
+    const int id = free_transfers_.back();
+    free_transfers_.pop_back();
+    transfers_[id] = transfer;
+    return id;
+  }
+
+  const std::vector<Cluster::Hop>& path_of(const InFlight& transfer) const {
+    const int from = transfer.source % devices_;
+    const int to =
+        layout_of(transfer.instance).nodes[transfer.node].destinations[transfer.destination].device;
+    return problem_.path(from, to);
+  }
+
+  void start_hop(int id) {
+    InFlight& transfer = transfers_[id];
+    transfer.hop_start = now_;
+    const Cluster::Hop& hop = path_of(transfer)[transfer.hop];
+    const double latency = problem_.cluster().links[hop.link].latency.value;
+    if (latency > 0) {
+      events_.push({now_ + latency, EventKind::kHopReady, static_cast<uint32_t>(id), 0, 0});
+    } else {
+      join_link(id);
+    }
+  }
+
+  int channel_of(const InFlight& transfer) const {
+    const Cluster::Hop& hop = path_of(transfer)[transfer.hop];
+    return links_.channel(transfer.source / devices_, hop);
+  }
+
+  void join_link(int id) {
+    InFlight& transfer = transfers_[id];
+    transfer.remaining = transfer.bytes;
+    const int channel = channel_of(transfer);
+    if (options_.record_timeline) transfer.track = links_.take_lane(channel, result_.timeline);
+    if (transfer.bytes <= 0) {
+      hop_done(id);
+      return;
+    }
+    links_.join(channel, id, transfer.bytes, now_, events_);
+  }
+
+  void link_due(int channel, uint32_t version) {
+    std::vector<int> finished;
+    if (!links_.due(channel, version, now_, events_, finished)) return;
+    for (int id : finished) hop_done(id);
+  }
+
+  void hop_done(int id) {
+    InFlight& transfer = transfers_[id];
+    const Destination& destination =
+        layout_of(transfer.instance).nodes[transfer.node].destinations[transfer.destination];
+    const int channel = channel_of(transfer);
+    links_.add_bytes(channel, transfer.bytes);
+    if (options_.record_timeline) {
+      result_.timeline.spans.push_back(
+          {transfer.track, destination.label, "transfer", transfer.hop_start,
+           now_ - transfer.hop_start,
+           pipelined_ ? transfer.instance % static_cast<int>(lanes_.size()) : -1, transfer.bytes});
+      links_.give_lane(channel, transfer.track);
+    }
+    if (transfer.hop == 0 &&
+        problem_.cluster().devices[transfer.source % devices_].kind == DeviceKind::kCpu) {
+      set_activity(transfer.source, false, -1);
+      try_start(transfer.source);
+    }
+    if (++transfer.hop < static_cast<int>(path_of(transfer).size())) {
+      start_hop(id);
+      return;
+    }
+    // Arrived: the sender's copy may go, the readers here may start.
+    const int instance = transfer.instance;
+    drop_local_ref(instance, transfer.node);
+    for (int reader : destination.readers) input_arrived(instance, reader);
+    free_transfers_.push_back(id);
+    try_start(sim_device(instance, destination.device));
+  }
+
+  SimulationResult finish() {
+    const double end = now_;
+    result_.latency_seconds = end;
+    const int microbatches = static_cast<int>(lane_finish_.size());
+    const double interval = pipelined_ && microbatches > 1
+                                ? (lane_finish_.back() - lane_finish_.front()) / (microbatches - 1)
+                                : 0;
+    const double samples = batch_ * replicas_;
+    if (interval > 0) {
+      result_.throughput_samples_per_second = samples / microbatches / interval;
+    } else if (end > 0) {
+      result_.throughput_samples_per_second = samples / end;
+    }
+    for (int sd = 0; sd < replicas_ * devices_; ++sd) {
+      set_activity(sd, false, -state_[sd].copies_held);  // closes an open interval at the end
+      DeviceActivity activity;
+      activity.id = device_name(sd);
+      activity.base_device = sd % devices_;
+      activity.busy_seconds = state_[sd].busy;
+      activity.idle_seconds = std::max(end - state_[sd].busy, 0.0);
+      activity.peak_memory_bytes = memory_.peak(sd);
+      activity.capacity_bytes = memory_.capacity(sd);
+      result_.devices.push_back(std::move(activity));
+    }
+    result_.links = links_.activity(now_);
+    result_.peak_events_pending = events_.peak_size();
+    return std::move(result_);
+  }
+
+  const PlanningProblem& problem_;
+  SimulationOptions options_;
+  int replicas_, devices_;
+  double batch_ = 1;
+  bool pipelined_ = false;
+  std::vector<Layout> layouts_;
+  std::vector<Lane> lanes_;
+  std::vector<std::vector<int>> lanes_on_device_;
+  // Per instance (replica, lane) and node: reads still missing, references to its outputs.
+  std::vector<int32_t> remaining_, refs_;
+  std::vector<int32_t> remote_refs_;  // per instance and received-copy slot
+  size_t slots_ = 0;
+  std::vector<int> nodes_done_;
+  std::vector<double> lane_finish_;  // per lane, the latest over replicas
+  std::vector<DeviceState> state_;
+  std::vector<int> cursor_;  // per simulated device and lane: its next node
+  std::vector<InFlight> transfers_;
+  std::vector<int> free_transfers_;
+  SharedLinks links_;
+  MemoryLedger memory_;
+  EventQueue events_;
+  double now_ = 0;
+  SimulationResult result_;
+};
+
+}  // namespace
+
+SimulationResult simulate(const PlanningProblem& problem, const Plan& plan,
+                          const SimulationOptions& options) {
+  return Simulation(problem, plan, options).run();
+}
+
+}  // namespace tandem

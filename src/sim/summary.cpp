@@ -1,0 +1,165 @@
+#include "sim/summary.h"
+
+#include <algorithm>
+
+#include "report/table.h"
+
+namespace tandem {
+namespace {
+
+std::string seconds_text(double seconds) {
+  if (seconds >= 1) return format("%.3g s", seconds);
+  if (seconds >= 1e-3) return format("%.3g ms", seconds * 1e3);
+  return format("%.3g us", seconds * 1e6);
+}
+
+std::string percent(double part, double whole) {
+  return whole > 0 ? format("%.0f%%", 100 * part / whole) : "-";
+}
+
+// Rows per device and link of the plan's cluster, replicas folded in.
+struct Folded {
+  std::vector<HtmlReport::DeviceRow> devices;
+  std::vector<HtmlReport::LinkRow> links;
+};
+
+Folded fold(const SimulationResult& result, const PlanningProblem& problem) {
+  Folded folded;
+  const int devices = problem.device_count();
+  folded.devices.resize(devices);
+  for (int d = 0; d < devices; ++d) {
+    folded.devices[d].id = problem.cluster().devices[d].id;
+    folded.devices[d].capacity_bytes = problem.memory_capacity(d);
+  }
+  for (const DeviceActivity& device : result.devices) {
+    HtmlReport::DeviceRow& row = folded.devices[device.base_device];
+    row.busy_seconds += device.busy_seconds / result.replicas;
+    row.idle_seconds += device.idle_seconds / result.replicas;
+    row.peak_memory_bytes = std::max(row.peak_memory_bytes, device.peak_memory_bytes);
+  }
+  const auto& links = problem.cluster().links;
+  folded.links.resize(links.size());
+  std::vector<int> copies(links.size(), 0);
+  for (size_t l = 0; l < links.size(); ++l)
+    folded.links[l].name = links[l].from + "-" + links[l].to;
+  for (const LinkActivity& link : result.links) {
+    folded.links[link.base_link].bytes += link.bytes;
+    folded.links[link.base_link].busy_seconds += link.busy_seconds;
+    ++copies[link.base_link];
+  }
+  for (size_t l = 0; l < links.size(); ++l) {
+    if (copies[l] > 1) folded.links[l].busy_seconds /= copies[l];
+  }
+  return folded;
+}
+
+}  // namespace
+
+std::string render_simulation(const SimulationResult& result, const Plan& plan,
+                              const PlanningProblem& problem) {
+  const Folded folded = fold(result, problem);
+  const double end = result.latency_seconds;
+  std::string text;
+  text += "source                " + result.timeline.source + "\n";
+  text +=
+      format("plan                  %s, objective %s, %d micro-batch(es)\n", plan.strategy.c_str(),
+             std::string(objective_name(plan.objective)).c_str(), plan.microbatches);
+  if (result.replicas > 1)
+    text +=
+        format("replicas              %d data-parallel copies (network shared)\n", result.replicas);
+  text += format("predicted latency     %s per batch (the planner's estimate: %s)\n",
+                 seconds_text(result.latency_seconds).c_str(),
+                 seconds_text(plan.predicted.latency_seconds).c_str());
+  text += format("predicted throughput  %s samples/s (the planner's estimate: %s)\n",
+                 si(result.throughput_samples_per_second).c_str(),
+                 si(plan.predicted.throughput_samples_per_second * result.replicas).c_str());
+  text += format("simulated events      %llu\n\n", static_cast<unsigned long long>(result.events));
+  const std::string mean = result.replicas > 1 ? " (mean)" : "";
+  Table devices(
+      {"device", "predicted busy" + mean, "idle" + mean, "utilisation", "memory peak", "capacity"});
+  for (const HtmlReport::DeviceRow& row : folded.devices) {
+    devices.add_row(
+        {row.id, seconds_text(row.busy_seconds), seconds_text(row.idle_seconds),
+         percent(row.busy_seconds, end), human_bytes(row.peak_memory_bytes),
+         row.capacity_bytes == kInfinity ? "unknown" : human_bytes(row.capacity_bytes)});
+  }
+  text += devices.render() + "\n";
+  Table links({"link", "predicted bytes", "busy" + mean, "utilisation"});
+  for (const HtmlReport::LinkRow& row : folded.links) {
+    if (row.bytes <= 0) continue;
+    links.add_row({row.name, human_bytes(row.bytes), seconds_text(row.busy_seconds),
+                   percent(row.busy_seconds, end)});
+  }
+  text += links.render();
+  return text;
+}
+
+nlohmann::json simulation_json(const SimulationResult& result, const Plan& plan,
+                               const PlanningProblem& problem) {
+  const Folded folded = fold(result, problem);
+  nlohmann::json json;
+  json["source"] = result.timeline.source;
+  json["strategy"] = plan.strategy;
+  json["objective"] = objective_name(plan.objective);
+  json["microbatches"] = plan.microbatches;
+  json["replicas"] = result.replicas;
+  json["predicted"] = {{"latency_seconds", result.latency_seconds},
+                       {"throughput_samples_per_second", result.throughput_samples_per_second}};
+  json["planner_estimate"] = {
+      {"latency_seconds", plan.predicted.latency_seconds},
+      {"throughput_samples_per_second", plan.predicted.throughput_samples_per_second}};
+  json["events"] = result.events;
+  nlohmann::json devices = nlohmann::json::array();
+  for (const HtmlReport::DeviceRow& row : folded.devices) {
+    devices.push_back(
+        {{"id", row.id},
+         {"busy_seconds", row.busy_seconds},
+         {"idle_seconds", row.idle_seconds},
+         {"memory_peak_bytes", row.peak_memory_bytes},
+         {"capacity_bytes", row.capacity_bytes == kInfinity ? nlohmann::json(nullptr)
+                                                            : nlohmann::json(row.capacity_bytes)}});
+  }
+  json["devices"] = devices;
+  nlohmann::json links = nlohmann::json::array();
+  for (size_t l = 0; l < folded.links.size(); ++l) {
+    links.push_back({{"link", l},
+                     {"name", folded.links[l].name},
+                     {"bytes", folded.links[l].bytes},
+                     {"busy_seconds", folded.links[l].busy_seconds}});
+  }
+  json["links"] = links;
+  if (result.overflow) {
+    json["memory_overflow"] = {{"device", result.overflow->device},
+                               {"time_seconds", result.overflow->time_seconds},
+                               {"bytes", result.overflow->bytes},
+                               {"capacity_bytes", result.overflow->capacity_bytes}};
+  }
+  return json;
+}
+
+HtmlReport simulation_html(const SimulationResult& result, const Plan& plan,
+                           const PlanningProblem& problem, const std::string& title) {
+  Folded folded = fold(result, problem);
+  HtmlReport report;
+  report.title = title;
+  report.source = result.timeline.source;
+  report.facts = {{"strategy", plan.strategy},
+                  {"predicted latency", seconds_text(result.latency_seconds)},
+                  {"predicted throughput", si(result.throughput_samples_per_second) + " samples/s"},
+                  {"micro-batches", std::to_string(plan.microbatches)},
+                  {"replicas", std::to_string(result.replicas)}};
+  if (result.overflow) {
+    report.facts.push_back({"memory overflow", result.overflow->device + " at " +
+                                                   seconds_text(result.overflow->time_seconds) +
+                                                   ": " + human_bytes(result.overflow->bytes)});
+  }
+  report.devices = std::move(folded.devices);
+  report.links = std::move(folded.links);
+  for (const DeviceSpec& device : problem.cluster().devices) report.device_ids.push_back(device.id);
+  report.device_bytes = result.device_bytes;
+  report.objective = objective_name(plan.objective);
+  report.timeline = result.timeline;
+  return report;
+}
+
+}  // namespace tandem

@@ -1,0 +1,119 @@
+"""`tandem run --cluster` as a user meets it: a plan run across devices, its measured timeline,
+measured against predicted, injected faults, failover, and the options it needs."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+TANDEM = ""
+ZOO = ""
+EXAMPLES = ""
+
+
+def tandem(*args, fault=None):
+    env = dict(os.environ)
+    env.pop("TANDEM_FAULT", None)
+    if fault:
+        env["TANDEM_FAULT"] = fault
+    return subprocess.run([TANDEM, *args], capture_output=True, text=True, timeout=60, env=env)
+
+
+def entry_of(name):
+    with open(os.path.join(ZOO, "manifest.json")) as f:
+        return next(e for e in json.load(f) if e["name"] == name)
+
+
+def model_and_dims(name):
+    entry = entry_of(name)
+    args = [os.path.join(ZOO, entry["path"])]
+    for dim, size in entry["dims"].items():
+        args += ["--dim", f"{dim}={size}"]
+    return args
+
+
+def model_args(name):
+    """The model, its dims, the zoo's inputs and ONNX Runtime's outputs to match."""
+    entry = entry_of(name)
+    args = model_and_dims(name)
+    for output in entry["outputs"]:
+        args += ["--expect", f"{output['name']}={os.path.join(ZOO, output['file'])}"]
+    for given in entry["inputs"]:
+        args += ["--input", f"{given['name']}={os.path.join(ZOO, given['file'])}"]
+    return args
+
+
+SPLIT = ["--cluster", "", "--warmup", "0", "--iterations", "1"]
+
+
+class RunCluster(unittest.TestCase):
+    def setUp(self):
+        SPLIT[1] = os.path.join(EXAMPLES, "cpu-split.yaml")
+
+    def test_auto_plan_matches_the_reference_and_shows_measured_against_predicted(self):
+        with tempfile.TemporaryDirectory() as folder:
+            trace = os.path.join(folder, "trace.json")
+            result = tandem("run", *model_args("resnet"), *SPLIT, "--trace", trace)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            for words in ("measured", "predicted", "error", "cpu0 busy", "latency (median)",
+                          "matches logits: yes"):
+                self.assertIn(words, result.stdout)
+            with open(trace) as f:
+                events = json.load(f)["traceEvents"]
+            names = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+            self.assertIn("cpu0 compute", names)
+            self.assertTrue(any(e.get("ph") == "X" for e in events))
+
+    def test_a_pipeline_plan_file_runs_with_transfers(self):
+        with tempfile.TemporaryDirectory() as folder:
+            plan = os.path.join(folder, "plan.json")
+            args = model_args("mobilenet")
+            made = tandem("plan", *model_and_dims("mobilenet"), "--cluster", SPLIT[1],
+                          "--strategy", "pipeline", "--objective", "throughput",
+                          "--microbatches", "2", "-o", plan)
+            self.assertEqual(made.returncode, 0, made.stderr)
+            result = tandem("run", *args, *SPLIT, "--plan", plan)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertIn("plan: pipeline", result.stdout)
+            self.assertIn("2 micro-batch", result.stdout)
+            self.assertNotIn(" 0 transfers in the last", result.stdout)
+
+    def test_injected_fault_stops_the_run_naming_device_segment_and_op(self):
+        result = tandem("run", *model_args("resnet"), *SPLIT, fault="fail:cpu1:after=0")
+        self.assertEqual(result.returncode, 4, result.stdout + result.stderr)
+        self.assertIn("tandem: error: device failed: cpu1: segment", result.stderr)
+        self.assertIn(", op ", result.stderr)
+
+    def test_failover_replans_and_finishes_with_correct_outputs(self):
+        result = tandem("run", *model_args("resnet"), *SPLIT, "--failover",
+                        fault="delay:cpu0:ms=5,fail:cpu1:after=0")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("failover: cpu1 failed", result.stdout)
+        self.assertIn("matches logits: yes", result.stdout)
+
+    def test_bad_fault_is_bad_input(self):
+        result = tandem("run", *model_args("mlp"), *SPLIT, fault="explode:cpu1:after=1")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("tandem: error: TANDEM_FAULT explode:cpu1:after=1", result.stderr)
+
+    def test_cluster_options_need_a_cluster(self):
+        result = tandem("run", *model_args("mlp"), "--trace", "t.json")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("need --cluster", result.stderr)
+
+    def test_single_device_run_is_unchanged(self):
+        result = tandem("run", *model_args("mlp"), "--iterations", "1")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertNotIn("predicted", result.stdout)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tandem", required=True)
+    parser.add_argument("--zoo", required=True)
+    parser.add_argument("--examples", required=True)
+    args, rest = parser.parse_known_args()
+    TANDEM, ZOO, EXAMPLES = os.path.abspath(args.tandem), args.zoo, args.examples
+    unittest.main(argv=[sys.argv[0], *rest])

@@ -1,0 +1,316 @@
+// The multi-device executor on cpu-split.yaml (this CPU as two one-core devices): every zoo
+// model under the plan of every strategy gives the single-device outputs; pipeline stages
+// overlap in time; faults and backend errors stop the run promptly, naming device, segment, op.
+#include "runtime/plan_executor.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <future>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "backends/cpu/cpu_device.h"
+#include "cost/cost_model.h"
+#include "ir/error.h"
+#include "ir/fuse.h"
+#include "onnx/importer.h"
+#include "plan/evaluate.h"
+#include "plan/strategies.h"
+#include "plan/strategy.h"
+#include "runtime/executor.h"
+#include "util/compare.h"
+#include "util/random_tensor.h"
+
+namespace tandem {
+namespace {
+
+const std::string kSource = TANDEM_SOURCE_DIR;
+
+std::vector<std::string> zoo_models() {
+  std::ifstream file(kSource + "/zoo/manifest.json");
+  std::vector<std::string> names;
+  if (!file) return names;
+  for (const auto& entry : nlohmann::json::parse(file)) names.push_back(entry["name"]);
+  return names;
+}
+
+// A zoo model at a batch size, fused as `tandem run` runs it, and the same model at other
+// batch sizes for plans that split the batch (the inputs whose leading dim is the batch).
+struct Model {
+  std::string path;
+  ImportOptions options;
+  Graph graph;
+  int64_t batch = 1;
+  std::map<int64_t, std::shared_ptr<const Graph>> rebatched;
+
+  Model(const std::string& name, int64_t batch_dim) {
+    path = kSource + "/zoo/" + name + "/model.onnx";
+    options.dims["batch"] = batch_dim;
+    graph = load(options);
+    if (!graph.inputs.empty() && !graph.values[graph.inputs[0]].type.shape.empty())
+      batch = graph.values[graph.inputs[0]].type.shape[0];
+  }
+  Graph load(const ImportOptions& import) const {
+    ImportedModel model = import_onnx(path, import);
+    fuse_for_inference(model.graph);
+    return std::move(model.graph);
+  }
+  PlanExecutor::GraphForBatch for_batch() {
+    return [this](int64_t size) {
+      auto& graph = rebatched[size];
+      if (graph) return graph;
+      ImportOptions import = options;
+      for (int id : this->graph.inputs) {
+        Shape shape = this->graph.values[id].type.shape;
+        if (shape.empty() || shape[0] != batch) continue;
+        shape[0] = size;
+        import.shapes[this->graph.values[id].name] = shape;
+      }
+      graph = std::make_shared<const Graph>(load(import));
+      return graph;
+    };
+  }
+};
+
+std::vector<Tensor> random_inputs(const Graph& graph) {
+  std::mt19937_64 rng(7);
+  std::vector<Tensor> inputs;
+  for (int id : graph.inputs)
+    inputs.push_back(random_tensor(graph.values[id].type.dtype, graph.values[id].type.shape, rng));
+  return inputs;
+}
+
+// cpu0 on the first core, cpu1 on the next (the same core when there is only one).
+struct SplitCpu {
+  Cluster cluster = load_cluster(kSource + "/examples/clusters/cpu-split.yaml");
+  CostModel cost{cluster};
+  std::vector<std::unique_ptr<cpu::CpuDevice>> devices;
+  SplitCpu() {
+    const std::vector<int> cores = cpu::available_cores();
+    for (size_t d = 0; d < cluster.devices.size(); ++d)
+      devices.push_back(std::make_unique<cpu::CpuDevice>(
+          cluster.devices[d].id, std::vector<int>{cores[d % cores.size()]}));
+  }
+  std::vector<Device*> pointers() const {
+    std::vector<Device*> list;
+    for (const auto& device : devices) list.push_back(device.get());
+    return list;
+  }
+  PlanExecutor::Options options(std::vector<Fault> faults = {}) const {
+    PlanExecutor::Options options;
+    options.faults = std::move(faults);
+    options.on_worker_start = [this](int device) { devices[device]->bind_current_thread(); };
+    return options;
+  }
+};
+
+void expect_same(const std::vector<Tensor>& actual, const std::vector<Tensor>& expected) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    const Comparison comparison = compare_tensors(actual[i], expected[i]);
+    EXPECT_TRUE(comparison.matches)
+        << "output " << i << ": " << comparison.problem << " at " << comparison.worst_index << ": "
+        << comparison.actual << " vs " << comparison.expected;
+  }
+}
+
+TEST(PlanExecutor, EveryStrategyOnEveryZooModelGivesTheSingleDeviceOutputs) {
+  const std::vector<std::string> models = zoo_models();
+  ASSERT_GE(models.size(), 10u) << "run scripts/setup.sh to generate the zoo";
+  SplitCpu split;
+  cpu::CpuDevice reference_device("reference");
+  int multi_device_runs = 0;
+  std::vector<std::string> refused;
+  for (const std::string& name : models) {
+    Model model(name, 2);
+    const std::vector<Tensor> inputs = random_inputs(model.graph);
+    const std::vector<Tensor> expected = GraphExecutor(model.graph, reference_device).run(inputs);
+    PlanOptions plan_options;
+    plan_options.batch = std::max<int64_t>(model.batch, 1);
+    const PlanningProblem problem(model.graph, split.cluster, split.cost, plan_options);
+    for (const std::string strategy :
+         {"single:cpu0", "single:cpu1", "greedy", "heft", "pipeline", "data-parallel", "auto"}) {
+      SCOPED_TRACE(name + " under " + strategy);
+      const std::optional<Plan> plan = make_strategy(strategy, split.cluster)->plan(problem);
+      if (!plan) continue;
+      std::unique_ptr<PlanExecutor> executor;
+      try {
+        executor = std::make_unique<PlanExecutor>(model.graph, *plan, split.pointers(),
+                                                  model.for_batch(), split.options());
+      } catch (const InputError& error) {
+        // Only a model whose outputs do not lead with the batch may refuse a batch split.
+        const bool splits = plan->microbatches > 1 || !plan->batch_share.empty();
+        EXPECT_TRUE(splits && std::string(error.what()).find("batch") != std::string::npos)
+            << error.what();
+        refused.push_back(name + " under " + strategy + ": " + error.what());
+        continue;
+      }
+      expect_same(executor->run(inputs), expected);
+      int devices_used = 0;
+      for (double busy : executor->stats().busy_seconds) devices_used += busy > 0;
+      multi_device_runs += devices_used > 1;
+    }
+  }
+  EXPECT_GT(multi_device_runs, 0) << "no plan used both devices";
+  for (const std::string& refusal : refused) std::printf("refused: %s\n", refusal.c_str());
+  EXPECT_LE(refused.size(), 2u);
+}
+
+// A pipeline of two stages over 4 micro-batches: stage 1 computes micro-batch k+1 while
+// stage 2 computes k, so the two devices' compute spans overlap in time.
+TEST(PlanExecutor, PipelineStagesOverlap) {
+  SplitCpu split;
+  Model model("tv_resnet18", 8);
+  PlanOptions plan_options;
+  plan_options.objective = Objective::kThroughput;
+  plan_options.microbatches = 4;
+  plan_options.batch = model.batch;
+  const PlanningProblem problem(model.graph, split.cluster, split.cost, plan_options);
+  const std::optional<Plan> plan = make_pipeline_strategy()->plan(problem);
+  ASSERT_TRUE(plan.has_value());
+  ASSERT_EQ(plan->stages.size(), 2u);
+  ASSERT_EQ(plan->microbatches, 4);
+  const std::vector<Tensor> inputs = random_inputs(model.graph);
+  cpu::CpuDevice reference_device("reference");
+  const std::vector<Tensor> expected = GraphExecutor(model.graph, reference_device).run(inputs);
+  PlanExecutor executor(model.graph, *plan, split.pointers(), model.for_batch(), split.options());
+  expect_same(executor.run(inputs), expected);
+  const Timeline& timeline = executor.timeline();
+  double overlap = 0;
+  for (const TimelineSpan& a : timeline.spans) {
+    for (const TimelineSpan& b : timeline.spans) {
+      if (a.category != "compute" || b.category != "compute" || a.track >= b.track) continue;
+      overlap += std::max(0.0, std::min(a.start_seconds + a.duration_seconds,
+                                        b.start_seconds + b.duration_seconds) -
+                                   std::max(a.start_seconds, b.start_seconds));
+    }
+  }
+  EXPECT_GT(overlap, 0.2 * executor.stats().seconds)
+      << "compute on the two devices barely overlaps";
+  EXPECT_EQ(executor.stats().segments_run, 8);
+  EXPECT_GE(executor.stats().transfers, 4);
+}
+
+// A two-device HEFT or greedy plan is not guaranteed by the cost model; place the first half
+// of the nodes on cpu0 and the rest on cpu1 by hand.
+Plan two_halves(const PlanningProblem& problem) {
+  Plan plan;
+  plan.strategy = "halves";
+  const int nodes = problem.node_count();
+  for (int n = 0; n < nodes; ++n) plan.device_of_node.push_back(n < nodes / 2 ? 0 : 1);
+  for (int n = 0; n < nodes; ++n) plan.order.push_back(n);
+  evaluate_plan(problem, plan);
+  return plan;
+}
+
+struct FaultCase {
+  SplitCpu split;
+  Model model{"resnet", 2};
+  PlanningProblem problem;
+  Plan plan;
+  FaultCase() : problem(model.graph, split.cluster, split.cost, batch_options()) {
+    plan = two_halves(problem);
+  }
+  PlanOptions batch_options() const {
+    PlanOptions options;
+    options.batch = model.batch;
+    return options;
+  }
+};
+
+// Runs on another thread so that a hang fails the test instead of blocking it.
+template <typename F>
+void finishes_within(std::chrono::seconds limit, F body) {
+  auto done = std::async(std::launch::async, body);
+  ASSERT_EQ(done.wait_for(limit), std::future_status::ready) << "the run hung";
+  done.get();
+}
+
+TEST(PlanExecutor, InjectedFaultNamesDeviceSegmentAndOp) {
+  FaultCase c;
+  finishes_within(std::chrono::seconds(20), [&] {
+    PlanExecutor executor(c.model.graph, c.plan, c.split.pointers(), {},
+                          c.split.options(parse_faults("fail:cpu1:after=0")));
+    try {
+      executor.run(random_inputs(c.model.graph));
+      ADD_FAILURE() << "the fault did not stop the run";
+    } catch (const DeviceFailure& failure) {
+      EXPECT_EQ(failure.device(), 1);
+      const std::string message = failure.what();
+      EXPECT_NE(message.find("cpu1: segment"), std::string::npos) << message;
+      EXPECT_NE(message.find(", op "), std::string::npos) << message;
+      EXPECT_NE(message.find("injected fault"), std::string::npos) << message;
+    }
+  });
+}
+
+TEST(PlanExecutor, ProducerFaultDoesNotLeaveTheConsumerWaiting) {
+  FaultCase c;
+  finishes_within(std::chrono::seconds(20), [&] {
+    // cpu1 waits for cpu0's values, which never come.
+    PlanExecutor executor(c.model.graph, c.plan, c.split.pointers(), {},
+                          c.split.options(parse_faults("delay:cpu0:ms=20,fail:cpu0:after=0")));
+    EXPECT_THROW(executor.run(random_inputs(c.model.graph)), DeviceFailure);
+    EXPECT_EQ(executor.stats().segments_run, 0);
+  });
+}
+
+TEST(PlanExecutor, FaultAfterSomeSegmentsThenRunsAgainCleanly) {
+  FaultCase c;
+  finishes_within(std::chrono::seconds(20), [&] {
+    PlanExecutor executor(c.model.graph, c.plan, c.split.pointers(), {},
+                          c.split.options(parse_faults("fail:cpu1:after=1")));
+    const std::vector<Tensor> inputs = random_inputs(c.model.graph);
+    EXPECT_NO_THROW(executor.run(inputs));  // cpu1 runs its one segment
+    EXPECT_THROW(executor.run(inputs), DeviceFailure);
+  });
+}
+
+// A device whose kernels for one op type fail, as a backend error would.
+class BrokenDevice final : public Device {
+ public:
+  BrokenDevice(std::string name, std::string broken_op)
+      : inner_(std::move(name)), broken_op_(std::move(broken_op)) {}
+  std::string name() const override { return inner_.name(); }
+  bool supports(const Node& node) const override { return inner_.supports(node); }
+  std::unique_ptr<Kernel> compile(const KernelSpec& spec) override {
+    if (spec.node.op_type != broken_op_) return inner_.compile(spec);
+    struct Failing final : Kernel {
+      void run(std::span<const Tensor>, std::span<Tensor>) override {
+        throw std::runtime_error("the backend failed");
+      }
+    };
+    return std::make_unique<Failing>();
+  }
+
+ private:
+  cpu::CpuDevice inner_;
+  std::string broken_op_;
+};
+
+TEST(PlanExecutor, BackendErrorNamesTheFailingOp) {
+  FaultCase c;
+  BrokenDevice broken("cpu1", "Gemm");
+  finishes_within(std::chrono::seconds(20), [&] {
+    PlanExecutor executor(c.model.graph, c.plan, {c.split.devices[0].get(), &broken});
+    try {
+      executor.run(random_inputs(c.model.graph));
+      ADD_FAILURE() << "the backend error did not stop the run";
+    } catch (const DeviceFailure& failure) {
+      const std::string message = failure.what();
+      EXPECT_NE(message.find("(Gemm): the backend failed"), std::string::npos) << message;
+    }
+  });
+}
+
+TEST(PlanExecutor, FaultSyntaxErrorsAreInputErrors) {
+  EXPECT_THROW(parse_faults("fail:cpu1"), InputError);
+  EXPECT_THROW(parse_faults("explode:cpu1:after=1"), InputError);
+  EXPECT_THROW(parse_faults("delay:cpu1:ms=-4"), InputError);
+  EXPECT_EQ(parse_faults("fail:cpu1:after=3,delay:cpu0:ms=5").size(), 2u);
+}
+
+}  // namespace
+}  // namespace tandem

@@ -1,0 +1,140 @@
+"""`tandem simulate` as a user meets it: the summary, JSON, traces, replicas, every bad input."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+TANDEM = ""
+ZOO = ""
+EXAMPLES = ""
+
+
+def tandem(*args):
+    return subprocess.run([TANDEM, *args], capture_output=True, text=True, timeout=120)
+
+
+def model(name):
+    return os.path.join(ZOO, name, "model.onnx")
+
+
+def cluster(name):
+    return os.path.join(EXAMPLES, name)
+
+
+class Simulate(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        cls.heft = os.path.join(cls.dir.name, "heft.json")
+        result = tandem("plan", model("bert"), "--cluster", cluster("cpu-split.yaml"),
+                        "--strategy", "heft", "-o", cls.heft)
+        assert result.returncode == 0, result.stderr
+        cls.pipeline = os.path.join(cls.dir.name, "pipeline.json")
+        result = tandem("plan", model("resnet"), "--cluster", cluster("h100-4xv5e.yaml"),
+                        "--strategy", "pipeline", "--objective", "throughput",
+                        "--microbatches", "4", "-o", cls.pipeline)
+        assert result.returncode == 0, result.stderr
+
+    def simulate(self, *args, plan=None, model_name="bert", cluster_name="cpu-split.yaml"):
+        return tandem("simulate", plan or self.heft, "--cluster", cluster(cluster_name),
+                      "--model", model(model_name), *args)
+
+    def assert_bad_input(self, result, *words):
+        self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+        self.assertIn("tandem: error:", result.stderr)
+        for word in words:
+            self.assertIn(word, result.stderr)
+
+    def test_summary_labels_every_figure_predicted_with_its_source(self):
+        result = self.simulate()
+        self.assertEqual(result.returncode, 0, result.stderr)
+        for word in ("predicted (simulator; figures: preset cpu-generic-avx2)",
+                     "predicted latency", "predicted throughput", "planner's estimate",
+                     "predicted busy", "memory peak", "predicted bytes", "cpu0", "cpu1"):
+            self.assertIn(word, result.stdout)
+
+    def test_json_agrees_with_the_planner_without_contention(self):
+        result = self.simulate("--json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        summary = json.loads(result.stdout)
+        with open(self.heft) as f:
+            plan = json.load(f)
+        simulated = summary["predicted"]["latency_seconds"]
+        planned = plan["predicted"]["latency_seconds"]
+        self.assertGreater(simulated, 0)
+        # The evaluator charges whole transfers per device pair; the simulator hop by hop.
+        self.assertLess(abs(simulated - planned) / planned, 0.05)
+        self.assertEqual([d["id"] for d in summary["devices"]], ["cpu0", "cpu1"])
+        for device in summary["devices"]:
+            self.assertAlmostEqual(device["busy_seconds"] + device["idle_seconds"], simulated,
+                                   delta=simulated * 1e-9)
+        self.assertGreater(sum(link["bytes"] for link in summary["links"]), 0)
+
+    def test_trace_has_a_track_per_device_and_link(self):
+        path = os.path.join(self.dir.name, "trace.json")
+        result = self.simulate("--trace", path)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(path) as f:
+            trace = json.load(f)
+        events = trace["traceEvents"]
+        threads = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+        self.assertIn("cpu0 compute", threads)
+        self.assertIn("cpu1 compute", threads)
+        self.assertTrue(any("local" in name for name in threads), threads)
+        self.assertTrue(any(e["ph"] == "X" and e["cat"] == "transfer" for e in events))
+        self.assertTrue(any(e["ph"] == "C" for e in events))
+        self.assertIn("simulator", trace["otherData"]["source"])
+
+    def test_pipeline_micro_batches_and_replicas(self):
+        one = self.simulate("--json", plan=self.pipeline, model_name="resnet",
+                            cluster_name="h100-4xv5e.yaml")
+        self.assertEqual(one.returncode, 0, one.stderr)
+        four = self.simulate("--json", "--replicas", "4", plan=self.pipeline,
+                             model_name="resnet", cluster_name="h100-4xv5e.yaml")
+        self.assertEqual(four.returncode, 0, four.stderr)
+        one, four = json.loads(one.stdout), json.loads(four.stdout)
+        self.assertEqual(one["microbatches"], 4)
+        self.assertEqual(four["replicas"], 4)
+        # One host: replicas share nothing, so each runs as fast as one alone.
+        self.assertAlmostEqual(four["predicted"]["latency_seconds"],
+                               one["predicted"]["latency_seconds"], delta=1e-12)
+        self.assertAlmostEqual(four["predicted"]["throughput_samples_per_second"],
+                               4 * one["predicted"]["throughput_samples_per_second"],
+                               delta=1e-6 * one["predicted"]["throughput_samples_per_second"])
+
+    def test_memory_overflow_is_named(self):
+        small = os.path.join(self.dir.name, "small.yaml")
+        with open(small, "w") as f:
+            f.write("hosts: [local]\ndevices:\n"
+                    "  - {id: cpu, count: 2, preset: cpu-generic-avx2, host: local, backend: cpu,"
+                    " cores: 1, figures: {memory: 100 KB}}\n")
+        result = tandem("simulate", self.heft, "--cluster", small, "--model", model("bert"))
+        self.assert_bad_input(result, "does not fit", "cpu0", "needs", "holds")
+
+    def test_plan_without_its_model_needs_model(self):
+        result = tandem("simulate", self.heft, "--cluster", cluster("cpu-split.yaml"))
+        self.assert_bad_input(result, "does not name its model", "--model")
+
+    def test_plan_for_another_model_is_refused(self):
+        self.assert_bad_input(self.simulate(model_name="mlp"), "heft.json", "nodes")
+
+    def test_missing_plan_file(self):
+        result = tandem("simulate", os.path.join(self.dir.name, "none.json"), "--cluster",
+                        cluster("cpu-split.yaml"), "--model", model("bert"))
+        self.assert_bad_input(result, "cannot open the plan file")
+
+    def test_bad_replicas(self):
+        self.assertEqual(self.simulate("--replicas", "0").returncode, 2)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tandem", required=True)
+    parser.add_argument("--zoo", required=True)
+    parser.add_argument("--examples", required=True)
+    args, rest = parser.parse_known_args()
+    TANDEM, ZOO, EXAMPLES = args.tandem, args.zoo, args.examples
+    unittest.main(argv=[sys.argv[0], *rest])
