@@ -46,6 +46,7 @@ class DataParallelStrategy : public Strategy {
   std::string name() const override { return "data-parallel"; }
 
   std::optional<Plan> plan(const PlanningProblem& problem) const override {
+    if (!problem.batch_splittable()) return std::nullopt;
     const int devices = problem.device_count();
     std::vector<bool> used(devices, false);
     for (int d = 0; d < devices; ++d) {

@@ -48,6 +48,9 @@ class PlanningProblem {
                   PlanOptions options);
 
   const Graph* graph() const { return graph_; }  // null for synthetic problems
+  // Whether the batch can be split into micro-batches or data-parallel shares: every graph
+  // input and output leads with the batch dimension. When not, micro-batches are 1.
+  bool batch_splittable() const { return batch_splittable_; }
   const Cluster& cluster() const { return cost_.cluster(); }
   const CostModel& cost() const { return cost_; }
   const PlanOptions& options() const { return options_; }
@@ -117,6 +120,7 @@ class PlanningProblem {
   void build_single_device_figures();
 
   const Graph* graph_ = nullptr;
+  bool batch_splittable_ = true;
   const CostModel& cost_;
   PlanOptions options_;
   std::vector<std::vector<double>> seconds_;

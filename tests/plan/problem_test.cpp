@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include "devices/cluster.h"
 #include "ir/error.h"
+#include "onnx/importer.h"
 #include "plan/evaluate.h"
+#include "plan/strategies.h"
 #include "plan_test_util.h"
 
 namespace tandem {
@@ -188,6 +191,34 @@ TEST(Problem, BestSingleDeviceRunsEverythingAndFits) {
   EXPECT_TRUE(best == kGpu || best == kCpu);  // the TPUs cannot run NonZero
   EXPECT_EQ(problem.single_device_seconds(kV5e), kInfinity);
   EXPECT_GT(problem.single_device_memory(kGpu), 64 * 256 * 4);
+}
+
+}  // namespace
+}  // namespace tandem
+
+namespace tandem {
+namespace {
+
+// The zoo's Loop model returns hidden states as [steps, batch, 64]: its batch cannot be split,
+// so the planner offers neither micro-batches nor data-parallel shares for it.
+TEST(PlanningProblem, BatchThatDoesNotLeadEveryOutputIsNotSplit) {
+  ImportOptions import;
+  import.dims["batch"] = 2;
+  ImportedModel model =
+      import_onnx(std::string(TANDEM_SOURCE_DIR) + "/zoo/loop/model.onnx", import);
+  const Cluster cluster =
+      load_cluster(std::string(TANDEM_SOURCE_DIR) + "/examples/clusters/cpu-split.yaml");
+  const CostModel cost(cluster);
+  PlanOptions options;
+  options.batch = 2;
+  options.microbatches = 2;
+  const PlanningProblem problem(model.graph, cluster, cost, options);
+  EXPECT_FALSE(problem.batch_splittable());
+  EXPECT_EQ(problem.options().microbatches, 1);
+  EXPECT_FALSE(make_data_parallel_strategy()->plan(problem).has_value());
+
+  ImportedModel mlp = import_onnx(std::string(TANDEM_SOURCE_DIR) + "/zoo/mlp/model.onnx", import);
+  EXPECT_TRUE(PlanningProblem(mlp.graph, cluster, cost, options).batch_splittable());
 }
 
 }  // namespace
