@@ -7,6 +7,7 @@
 // Prints Markdown. Usage: runtime_overhead [--model tv_resnet18] [--batch 8]
 //                                          [--microbatches 4] [--repeat 20]
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -100,7 +101,7 @@ void overhead(const std::vector<cpu::CpuDevice*>& devices, int repeat) {
   const double per_transfer = (alternating_seconds - same_seconds) / (kLength - 1);
   std::printf("| chain of %d Relu on 1 float | median of %d runs |\n|---|---:|\n", kLength, repeat);
   std::printf("| one GraphExecutor, no segments | %.1f us |\n", plain_seconds * 1e6);
-  std::printf("| PlanExecutor, 1 segment (per-run fixed cost: threads, events) | %.1f us |\n",
+  std::printf("| PlanExecutor, 1 segment (per-run fixed cost: wake the pool, events) | %.1f us |\n",
               whole_seconds * 1e6);
   std::printf("| PlanExecutor, %d segments on cpu0 | %.1f us |\n", kLength, same_seconds * 1e6);
   std::printf("| PlanExecutor, %d segments alternating cpu0/cpu1, %d transfers | %.1f us |\n",
@@ -141,7 +142,11 @@ void pipeline(const std::string& source, const std::string& name, int64_t batch,
   }
   std::vector<Device*> pointers(devices.begin(), devices.end());
   PlanExecutor::Options options;
-  options.on_worker_start = [&](int d) { devices[d]->bind_current_thread(); };
+  std::vector<std::atomic<int>> team(devices.size());  // OpenMP threads each worker would use
+  options.on_worker_start = [&](int d) {
+    devices[d]->bind_current_thread();
+    team[d] = cpu::cpu_threads();
+  };
   std::map<int64_t, std::shared_ptr<const Graph>> rebatched;
   PlanExecutor executor(
       graph, *plan, pointers,
@@ -180,6 +185,10 @@ void pipeline(const std::string& source, const std::string& name, int64_t batch,
               single_seconds * 1e3);
   std::printf("| one device on 1 core (single:cpu0) | %.2f | %.2f |\n", one_seconds * 1e3,
               problem.single_device_seconds(0) * 1e3);
+  std::printf("\nOpenMP threads per pipeline worker:");
+  for (size_t d = 0; d < devices.size(); ++d)
+    std::printf(" %s %d", devices[d]->name().c_str(), team[d].load());
+  std::printf("\n");
 }
 
 }  // namespace

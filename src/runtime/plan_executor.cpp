@@ -56,15 +56,16 @@ double seconds_between(Clock::time_point from, Clock::time_point to) {
 
 }  // namespace
 
-// Everything one run shares between its workers, under one mutex: each worker waits on
-// `changed` for its inputs, its copies, or `aborted`, so no worker outlives a failure.
+// Everything one run shares between its workers, under one mutex. Each worker waits on its own
+// condition variable (its inputs, its copies, or `aborted`), so that a hand-off wakes only the
+// worker it is for; fail() wakes them all, so no worker outlives a failure.
 struct PlanExecutor::RunState {
+  explicit RunState(int devices) : compute_ready(devices), copy_ready(devices) {}
   std::mutex mutex;
-  std::condition_variable changed;
+  std::vector<std::condition_variable> compute_ready, copy_ready;     // per device
   std::vector<std::vector<std::unordered_map<int, Tensor>>> env;      // [piece][device]
   std::vector<std::vector<std::unordered_map<int, int>>> reads_left;  // [piece][device]
   std::vector<std::deque<CopyTask>> copies;                           // per consumer device
-  std::vector<int> copies_expected;                                   // per consumer device
   std::vector<std::vector<Tensor>> results;                           // [piece][graph output]
   std::exception_ptr error;
   bool aborted = false;
@@ -77,7 +78,29 @@ struct PlanExecutor::RunState {
     std::lock_guard lock(mutex);
     if (!error) error = std::move(failure);
     aborted = true;
-    changed.notify_all();
+    for (auto& ready : compute_ready) ready.notify_all();
+    for (auto& ready : copy_ready) ready.notify_all();
+  }
+};
+
+// The executor's worker threads, kept between runs. run() publishes its RunState and bumps
+// `generation`; each worker runs its part of that run and counts itself off in `busy`.
+struct PlanExecutor::Pool {
+  std::mutex mutex;
+  std::condition_variable wake, done;
+  RunState* state = nullptr;
+  uint64_t generation = 0;
+  int busy = 0;
+  bool stop = false;
+  std::vector<std::thread> threads;
+
+  void shut_down() {
+    {
+      std::lock_guard lock(mutex);
+      stop = true;
+    }
+    wake.notify_all();
+    for (std::thread& thread : threads) thread.join();
   }
 };
 
@@ -95,7 +118,48 @@ PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan, std::vector<Dev
   build_segments();
 }
 
-PlanExecutor::~PlanExecutor() = default;
+PlanExecutor::~PlanExecutor() {
+  if (pool_) pool_->shut_down();
+}
+
+void PlanExecutor::start_pool() {
+  auto pool = std::make_unique<Pool>();
+  auto worker = [this, pool = pool.get()](int device, bool copies) {
+    std::exception_ptr start_error;
+    try {
+      if (options_.on_worker_start) options_.on_worker_start(device);
+    } catch (...) {
+      start_error = std::current_exception();  // fails each run, where it can be reported
+    }
+    for (uint64_t seen = 0;;) {
+      RunState* state = nullptr;
+      {
+        std::unique_lock lock(pool->mutex);
+        pool->wake.wait(lock, [&] { return pool->stop || pool->generation != seen; });
+        if (pool->stop) return;
+        seen = pool->generation;
+        state = pool->state;
+      }
+      if (copies)
+        copy_worker(*state, device, start_error);
+      else
+        compute_worker(*state, device, start_error);
+      std::lock_guard lock(pool->mutex);
+      if (--pool->busy == 0) pool->done.notify_all();
+    }
+  };
+  try {
+    for (int d = 0; d < static_cast<int>(devices_.size()); ++d) {
+      if (jobs_[d].empty() && copies_expected_[d] == 0) continue;
+      pool->threads.emplace_back(worker, d, false);
+      if (copies_expected_[d] > 0) pool->threads.emplace_back(worker, d, true);
+    }
+  } catch (...) {
+    pool->shut_down();
+    throw;
+  }
+  pool_ = std::move(pool);
+}
 
 void PlanExecutor::build_pieces(GraphForBatch& graph_for_batch) {
   if (!graph_.inputs.empty() && !graph_.values[graph_.inputs[0]].type.shape.empty())
@@ -263,6 +327,14 @@ void PlanExecutor::build_segments() {
       }
     }
   }
+  copies_expected_.assign(device_count, 0);
+  for (int d = 0; d < device_count; ++d) {
+    for (const Job& job : jobs_[d]) {
+      for (const auto& [value, readers] : segments_[job.segment]->readers_elsewhere) {
+        for (int reader : readers) ++copies_expected_[reader];
+      }
+    }
+  }
 }
 
 std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
@@ -271,11 +343,11 @@ std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
                      std::to_string(inputs.size()));
   const int device_count = static_cast<int>(devices_.size());
   const int pieces = static_cast<int>(piece_sizes_.size());
-  RunState state;
+  std::lock_guard run_lock(run_mutex_);
+  RunState state(device_count);
   state.env.assign(pieces, std::vector<std::unordered_map<int, Tensor>>(device_count));
   state.reads_left.assign(pieces, std::vector<std::unordered_map<int, int>>(device_count));
   state.copies.resize(device_count);
-  state.copies_expected.assign(device_count, 0);
   state.results.assign(pieces, std::vector<Tensor>(graph_.outputs.size()));
   state.busy.assign(device_count, 0);
 
@@ -294,21 +366,23 @@ std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
         if (input != graph_.inputs.end())
           state.env[job.piece][d][v] = input_pieces[input - graph_.inputs.begin()][job.piece];
       }
-      for (const auto& [value, readers] : segment.readers_elsewhere) {
-        for (int reader : readers) ++state.copies_expected[reader];
-      }
     }
   }
 
+  if (!pool_) start_pool();
   state.start = Clock::now();
-  std::vector<std::thread> workers;
-  for (int d = 0; d < device_count; ++d) {
-    if (jobs_[d].empty() && state.copies_expected[d] == 0) continue;
-    workers.emplace_back([this, &state, d] { compute_worker(state, d); });
-    if (state.copies_expected[d] > 0)
-      workers.emplace_back([this, &state, d] { copy_worker(state, d); });
+  {
+    std::lock_guard lock(pool_->mutex);
+    pool_->state = &state;
+    pool_->busy = static_cast<int>(pool_->threads.size());
+    ++pool_->generation;
   }
-  for (std::thread& worker : workers) worker.join();
+  pool_->wake.notify_all();
+  {
+    std::unique_lock lock(pool_->mutex);
+    pool_->done.wait(lock, [&] { return pool_->busy == 0; });
+    pool_->state = nullptr;
+  }
   const double seconds = seconds_between(state.start, Clock::now());
 
   timeline_ = Timeline{};
@@ -341,11 +415,12 @@ std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
   return outputs;
 }
 
-void PlanExecutor::compute_worker(RunState& state, int device) {
+void PlanExecutor::compute_worker(RunState& state, int device,
+                                  const std::exception_ptr& start_error) {
   const std::string name = devices_[device]->name();
   const Job* current = nullptr;
   try {
-    if (options_.on_worker_start) options_.on_worker_start(device);
+    if (start_error) std::rethrow_exception(start_error);
     for (const Job& job : jobs_[device]) {
       current = &job;
       run_job(state, job);
@@ -363,6 +438,8 @@ void PlanExecutor::compute_worker(RunState& state, int device) {
       where += ", op " + graph_.nodes[segment.nodes[failed]].label();
     }
     state.fail(std::make_exception_ptr(DeviceFailure(device, name, where + ": " + error.what())));
+  } catch (...) {  // not a std::exception: still fail the run rather than end the process
+    state.fail(std::make_exception_ptr(DeviceFailure(device, name, name + ": unknown error")));
   }
 }
 
@@ -374,7 +451,7 @@ void PlanExecutor::run_job(RunState& state, const Job& job) {
   {
     std::unique_lock lock(state.mutex);
     auto& env = state.env[job.piece][device];
-    state.changed.wait(lock, [&] {
+    state.compute_ready[device].wait(lock, [&] {
       return state.aborted || std::all_of(compiled.inputs.begin(), compiled.inputs.end(),
                                           [&](int v) { return env.count(v) > 0; });
     });
@@ -392,8 +469,8 @@ void PlanExecutor::run_job(RunState& state, const Job& job) {
       throw std::runtime_error("injected fault (TANDEM_FAULT=" + fault.text + ")");
     if (fault.kind == Fault::Kind::kDelay) {
       std::unique_lock lock(state.mutex);
-      state.changed.wait_for(lock, std::chrono::milliseconds(fault.delay_ms),
-                             [&] { return state.aborted; });
+      state.compute_ready[device].wait_for(lock, std::chrono::milliseconds(fault.delay_ms),
+                                           [&] { return state.aborted; });
       if (state.aborted) throw Aborted{};
     }
   }
@@ -417,20 +494,22 @@ void PlanExecutor::run_job(RunState& state, const Job& job) {
     if (state.reads_left[job.piece][device].count(v)) state.env[job.piece][device][v] = outputs[i];
     const auto elsewhere = segment.readers_elsewhere.find(v);
     if (elsewhere == segment.readers_elsewhere.end()) continue;
-    for (int reader : elsewhere->second)
+    for (int reader : elsewhere->second) {
       state.copies[reader].push_back({v, job.piece, device, outputs[i]});
+      state.copy_ready[reader].notify_one();
+    }
   }
-  state.changed.notify_all();
 }
 
-void PlanExecutor::copy_worker(RunState& state, int device) {
+void PlanExecutor::copy_worker(RunState& state, int device, const std::exception_ptr& start_error) {
   try {
-    if (options_.on_worker_start) options_.on_worker_start(device);
-    for (int done = 0; done < state.copies_expected[device]; ++done) {
+    if (start_error) std::rethrow_exception(start_error);
+    for (int done = 0; done < copies_expected_[device]; ++done) {
       CopyTask task;
       {
         std::unique_lock lock(state.mutex);
-        state.changed.wait(lock, [&] { return state.aborted || !state.copies[device].empty(); });
+        state.copy_ready[device].wait(
+            lock, [&] { return state.aborted || !state.copies[device].empty(); });
         if (state.aborted) return;
         task = std::move(state.copies[device].front());
         state.copies[device].pop_front();
@@ -448,12 +527,16 @@ void PlanExecutor::copy_worker(RunState& state, int device) {
            "transfer", seconds_between(state.start, begin), seconds_between(begin, end),
            piece_sizes_.size() > 1 ? task.piece : -1, bytes});
       ++state.transfers;
-      state.changed.notify_all();
+      state.compute_ready[device].notify_one();
     }
   } catch (const std::exception& error) {
     const std::string name = devices_[device]->name();
     state.fail(std::make_exception_ptr(
         DeviceFailure(device, name, name + ": copy into its memory: " + error.what())));
+  } catch (...) {
+    const std::string name = devices_[device]->name();
+    state.fail(std::make_exception_ptr(
+        DeviceFailure(device, name, name + ": copy into its memory: unknown error")));
   }
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 #include <atomic>
+#include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -20,7 +22,9 @@ namespace tandem {
 // inputs have arrived. Pipeline plans split the batch into micro-batches, data-parallel plans
 // into each device's share; outputs are concatenated back. The first error (a backend's, or an
 // injected fault) stops every worker, is re-thrown by run() as DeviceFailure naming the device,
-// the segment and the op, and every buffer of the run is freed.
+// the segment and the op, and every buffer of the run is freed. The workers are started by the
+// first run and kept (pinned, their OpenMP teams and oneDNN streams warm) until the executor is
+// destroyed; run() calls on one executor are serialised.
 class PlanExecutor {
  public:
   // The model bound to another batch size (micro-batches, data-parallel shares): the same
@@ -29,7 +33,8 @@ class PlanExecutor {
 
   struct Options {
     std::vector<Fault> faults;
-    // Called first in every worker thread of a device (pin it to the device's cores).
+    // Called once, first, in every worker thread of a device (pin it to the device's cores).
+    // An error from it fails every run.
     std::function<void(int device)> on_worker_start;
   };
 
@@ -58,11 +63,13 @@ class PlanExecutor {
   struct Segment;
   struct Job;
   struct RunState;
+  struct Pool;
   void build_pieces(GraphForBatch& graph_for_batch);
   void build_segments();
-  void compute_worker(RunState& state, int device);
-  void copy_worker(RunState& state, int device);
+  void compute_worker(RunState& state, int device, const std::exception_ptr& start_error);
+  void copy_worker(RunState& state, int device, const std::exception_ptr& start_error);
   void run_job(RunState& state, const Job& job);
+  void start_pool();
 
   const Graph& graph_;
   const Plan& plan_;
@@ -77,6 +84,9 @@ class PlanExecutor {
   std::vector<std::unique_ptr<Segment>> segments_;          // in a topological order
   std::vector<std::vector<Job>> jobs_;                      // per device, in run order
   std::vector<std::atomic<int>> segments_started_;          // per device, over all runs
+  std::vector<int> copies_expected_;                        // per device, every run
+  std::mutex run_mutex_;
+  std::unique_ptr<Pool> pool_;  // the worker threads, started by the first run
   Timeline timeline_;
   RunStats stats_;
 };
