@@ -20,7 +20,7 @@ APT_PACKAGES=(
   python3-venv python3-numpy python3-torch python3-torchvision
   chromium  # headless: the HTML report's browser test
 )
-PIP_REQUIREMENTS=("numpy<2" "onnx==1.17.0" "onnxruntime==1.20.1")
+PIP_REQUIREMENTS=("numpy<2" "onnx==1.17.0" "onnxruntime==1.20.1" "xla-cpu-pjrt==0.0.1")
 
 # ---- 1. apt -----------------------------------------------------------------
 missing=()

@@ -1,0 +1,119 @@
+// The PJRT backend against the xla-cpu-pjrt plugin that scripts/setup.sh installs: loading,
+// version checks, bad plugins, the client's devices, and a StableHLO module run end to end.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "backends/pjrt/pjrt_client.h"
+#include "ir/error.h"
+
+namespace tandem::pjrt {
+namespace {
+
+std::shared_ptr<PjrtPlugin> cpu_plugin() { return PjrtPlugin::load(TANDEM_PJRT_CPU_PLUGIN); }
+
+// The InputError's subject and message, for checking what a user would read.
+template <typename F>
+std::string input_error(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.subject() + ": " + e.what();
+  }
+  ADD_FAILURE() << "no InputError";
+  return {};
+}
+
+TEST(PjrtPlugin, LoadsAndAcceptsTheVersion) {
+  auto plugin = cpu_plugin();
+  EXPECT_EQ(plugin->api_major(), PJRT_API_MAJOR);
+  EXPECT_GE(plugin->api_minor(), PJRT_API_MINOR);
+  EXPECT_EQ(cpu_plugin(), plugin) << "the same path gives the same plugin";
+}
+
+TEST(PjrtPlugin, MissingFileIsAnInputError) {
+  std::string message = input_error([] { PjrtPlugin::load("/nonexistent/plugin.so"); });
+  EXPECT_NE(message.find("/nonexistent/plugin.so"), std::string::npos) << message;
+  EXPECT_NE(message.find("cannot load PJRT plugin"), std::string::npos) << message;
+}
+
+TEST(PjrtPlugin, LibraryWithoutGetPjrtApiIsAnInputError) {
+  std::string message = input_error([] { PjrtPlugin::load("libm.so.6"); });
+  EXPECT_NE(message.find("libm.so.6: not a PJRT plugin: it exports no GetPjrtApi"),
+            std::string::npos)
+      << message;
+}
+
+TEST(PjrtPlugin, VersionMismatchNamesThePluginAndBothVersions) {
+  EXPECT_NO_THROW(check_api_version("p.so", PJRT_API_MAJOR, PJRT_API_MINOR));
+  EXPECT_NO_THROW(check_api_version("p.so", PJRT_API_MAJOR, PJRT_API_MINOR + 5));
+  std::string major = input_error([] { check_api_version("p.so", PJRT_API_MAJOR + 1, 0); });
+  EXPECT_NE(major.find("p.so: PJRT API version mismatch: the plugin implements " +
+                       std::to_string(PJRT_API_MAJOR + 1) + ".0, Tandem was built against " +
+                       std::to_string(PJRT_API_MAJOR) + "." + std::to_string(PJRT_API_MINOR)),
+            std::string::npos)
+      << major;
+  std::string minor =
+      input_error([] { check_api_version("p.so", PJRT_API_MAJOR, PJRT_API_MINOR - 1); });
+  EXPECT_NE(minor.find("version mismatch"), std::string::npos) << minor;
+}
+
+TEST(PjrtPlugin, PathFromClusterThenEnvironment) {
+  EXPECT_EQ(plugin_path("/from/cluster.so"), "/from/cluster.so");
+  setenv("TANDEM_PJRT_PLUGIN", "/from/env.so", 1);
+  EXPECT_EQ(plugin_path(), "/from/env.so");
+  EXPECT_EQ(plugin_path("/from/cluster.so"), "/from/cluster.so");
+  unsetenv("TANDEM_PJRT_PLUGIN");
+  EXPECT_NE(input_error([] { plugin_path(); }).find("TANDEM_PJRT_PLUGIN"), std::string::npos);
+}
+
+TEST(PjrtClient, ListsCpuDevices) {
+  PjrtClient client(cpu_plugin());
+  EXPECT_EQ(client.platform_name(), "cpu");
+  auto devices = client.devices();
+  ASSERT_GE(devices.size(), 1u);
+  for (const auto& device : devices) {
+    EXPECT_EQ(device.kind, "cpu");
+    EXPECT_TRUE(device.addressable);
+  }
+}
+
+constexpr const char* kAdd = R"(
+func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.add %a, %b : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+)";
+
+TEST(PjrtClient, CompilesAndRunsAStableHloAdd) {
+  PjrtClient client(cpu_plugin());
+  PjrtExecutable add = client.compile_mlir(kAdd);
+  ASSERT_EQ(add.num_outputs(), 1u);
+  const std::vector<float> a = {1.5f, -2.0f, 3.25f, 1e30f};
+  const std::vector<float> b = {0.25f, 2.0f, -8.0f, 1e30f};
+  const std::vector<int64_t> dims = {4};
+  PjrtBuffer da = client.to_device(a.data(), PJRT_Buffer_Type_F32, dims);
+  PjrtBuffer db = client.to_device(b.data(), PJRT_Buffer_Type_F32, dims);
+  const PjrtBuffer* arguments[] = {&da, &db};
+  std::vector<PjrtBuffer> outputs = add.execute(arguments);
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs[0].dims(), dims);
+  std::vector<float> sum(4);
+  outputs[0].to_host(sum.data(), sum.size() * sizeof(float));
+  for (size_t i = 0; i < sum.size(); ++i) EXPECT_EQ(sum[i], a[i] + b[i]) << i;
+}
+
+TEST(PjrtClient, BadModuleIsAPjrtErrorWithTheMessage) {
+  PjrtClient client(cpu_plugin());
+  try {
+    client.compile_mlir("func.func @main( this is not mlir");
+    FAIL() << "compiled";
+  } catch (const PjrtError& e) {
+    EXPECT_NE(std::string(e.what()).find("PJRT_Client_Compile: "), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tandem::pjrt
