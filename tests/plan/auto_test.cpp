@@ -131,3 +131,32 @@ TEST(Auto, RespectsMemory) {
 
 }  // namespace
 }  // namespace tandem::testing
+
+namespace tandem {
+namespace {
+
+// Objective cost: a cheap slow device wins, unless --max-latency rules it out.
+TEST(AutoStrategy, CostObjectiveRespectsMaxLatency) {
+  using testing::flat_cluster;
+  Cluster cluster = flat_cluster(2);
+  cluster.devices[0].figures.price_per_hour = {360, "test"};   // $0.1/s, 4 s per batch
+  cluster.devices[1].figures.price_per_hour = {3600, "test"};  // $1/s, 1 s per batch
+  PlanOptions options;
+  options.objective = Objective::kCost;
+  options.batch = 1;
+  const auto cheap = testing::make_problem(cluster, {{4, 1}}, {{}}, {}, {}, options);
+  const std::optional<Plan> cheapest = make_auto_strategy()->plan(*cheap);
+  ASSERT_TRUE(cheapest.has_value());
+  EXPECT_EQ(cheapest->device_of_node[0], 0);
+  EXPECT_NEAR(cheapest->predicted.cost_per_million_samples, 0.4 * 1e6, 1e-6);
+
+  options.max_latency_seconds = 2;
+  const auto bounded = testing::make_problem(cluster, {{4, 1}}, {{}}, {}, {}, options);
+  const std::optional<Plan> fast_enough = make_auto_strategy()->plan(*bounded);
+  ASSERT_TRUE(fast_enough.has_value());
+  EXPECT_EQ(fast_enough->device_of_node[0], 1);
+  EXPECT_LE(fast_enough->predicted.latency_seconds, 2);
+}
+
+}  // namespace
+}  // namespace tandem
