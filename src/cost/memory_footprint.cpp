@@ -8,23 +8,6 @@
 namespace tandem {
 namespace {
 
-// Values a node reads: its inputs and what its subgraphs capture from the graph.
-std::vector<int> values_read(const Node& node, const Graph& graph) {
-  std::vector<int> read;
-  for (int in : node.inputs) {
-    if (in >= 0) read.push_back(in);
-  }
-  for (const auto& [key, attribute] : node.attributes) {
-    const auto* subgraph = std::get_if<std::shared_ptr<Graph>>(&attribute);
-    if (!subgraph || !*subgraph) continue;
-    for (const std::string& name : Graph::captured_names(**subgraph)) {
-      const int id = graph.find_value(name);
-      if (id >= 0) read.push_back(id);
-    }
-  }
-  return read;
-}
-
 void add_constants(const Graph& graph, const std::vector<int>& values, std::set<const void*>& seen,
                    double& bytes);
 
@@ -64,7 +47,7 @@ double weights_bytes(const Graph& graph, std::span<const int> nodes) {
   std::set<const void*> seen;
   double bytes = 0;
   for (int n : nodes) {
-    add_constants(graph, values_read(graph.nodes[n], graph), seen, bytes);
+    add_constants(graph, graph.values_read(graph.nodes[n]), seen, bytes);
     add_subgraph_constants(graph.nodes[n], seen, bytes);
   }
   return bytes;
@@ -80,7 +63,7 @@ double peak_activation_bytes(const Graph& graph, std::span<const int> order) {
   for (int out : graph.outputs) leaves[out] = true;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     if (in_order[n]) continue;
-    for (int id : values_read(graph.nodes[n], graph)) leaves[id] = true;
+    for (int id : graph.values_read(graph.nodes[n])) leaves[id] = true;
   }
 
   struct Buffer {
@@ -98,7 +81,7 @@ double peak_activation_bytes(const Graph& graph, std::span<const int> order) {
   };
   for (int step = 0; step <= last_step; ++step) {
     const Node& node = graph.nodes[order[step]];
-    for (int id : values_read(node, graph)) {
+    for (int id : graph.values_read(node)) {
       if (graph.values[id].is_constant()) continue;
       if (buffer_of[id] < 0) {  // arrives from outside the sequence
         buffer_of[id] = static_cast<int>(buffers.size());

@@ -150,20 +150,28 @@ void Graph::sort_topologically() {
   }
 }
 
+std::vector<int> Graph::values_read(const Node& node) const {
+  std::vector<int> read;
+  for (int in : node.inputs) {
+    if (in >= 0) read.push_back(in);
+  }
+  for (const auto& [key, attr] : node.attributes) {
+    if (const auto* sub = std::get_if<std::shared_ptr<Graph>>(&attr)) {
+      for (const std::string& name : captured_names(**sub)) {
+        const int id = find_value(name);
+        if (id >= 0) read.push_back(id);
+      }
+    }
+  }
+  std::sort(read.begin(), read.end());
+  read.erase(std::unique(read.begin(), read.end()), read.end());
+  return read;
+}
+
 std::vector<int> Graph::last_uses() const {
   std::vector<int> last(values.size(), -1);
   for (size_t n = 0; n < nodes.size(); ++n) {
-    for (int in : nodes[n].inputs) {
-      if (in >= 0) last[in] = static_cast<int>(n);
-    }
-    for (const auto& [key, attr] : nodes[n].attributes) {
-      if (const auto* sub = std::get_if<std::shared_ptr<Graph>>(&attr)) {
-        for (const std::string& name : captured_names(**sub)) {
-          const int id = find_value(name);
-          if (id >= 0) last[id] = static_cast<int>(n);
-        }
-      }
-    }
+    for (int id : values_read(nodes[n])) last[id] = static_cast<int>(n);
   }
   for (int out : outputs) last[out] = static_cast<int>(nodes.size());
   return last;

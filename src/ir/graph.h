@@ -75,6 +75,9 @@ class Graph {
   // Orders nodes so that every value is produced before use and sets producers;
   // throws InputError naming a node on a cycle or a value that nothing produces.
   void sort_topologically();
+  // Value ids `node` reads from this graph: its inputs and what its subgraphs capture; sorted,
+  // each once.
+  std::vector<int> values_read(const Node& node) const;
   // For every value, the index of its last consuming node (nodes.size() for graph outputs,
   // -1 when unused). Uses inside subgraphs count as uses by the node that owns the subgraph.
   std::vector<int> last_uses() const;

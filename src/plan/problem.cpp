@@ -43,25 +43,6 @@ std::string device_list(const Cluster& cluster) {
   return ids;
 }
 
-// Values a node reads from its graph: its inputs and what its subgraphs capture.
-std::vector<int> values_read(const Node& node, const Graph& graph) {
-  std::vector<int> read;
-  for (int in : node.inputs) {
-    if (in >= 0) read.push_back(in);
-  }
-  for (const auto& [key, attribute] : node.attributes) {
-    const auto* subgraph = std::get_if<std::shared_ptr<Graph>>(&attribute);
-    if (!subgraph || !*subgraph) continue;
-    for (const std::string& name : Graph::captured_names(**subgraph)) {
-      const int id = graph.find_value(name);
-      if (id >= 0) read.push_back(id);
-    }
-  }
-  std::sort(read.begin(), read.end());
-  read.erase(std::unique(read.begin(), read.end()), read.end());
-  return read;
-}
-
 }  // namespace
 
 std::string_view objective_name(Objective objective) {
@@ -156,7 +137,7 @@ PlanningProblem::PlanningProblem(const Graph& graph, const Cluster& cluster, con
     }
   }
   for (int n = 0; n < nodes; ++n) {
-    const std::vector<int> read = values_read(graph.nodes[n], graph);
+    const std::vector<int> read = graph.values_read(graph.nodes[n]);
     const int node_index[] = {n};
     weight_bytes_[n] = weights_bytes(graph, node_index);
     for (int id : read) {
