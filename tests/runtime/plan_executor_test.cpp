@@ -175,8 +175,31 @@ TEST(PlanExecutor, PipelineStagesOverlap) {
                                    std::max(a.start_seconds, b.start_seconds));
     }
   }
-  EXPECT_GT(overlap, 0.2 * executor.stats().seconds)
-      << "compute on the two devices barely overlaps";
+  // Wall-clock overlap depends on what else the machine runs, so the test asks for some, and
+  // checks the schedule itself: stage 1 starts micro-batch k+1 before stage 2 finishes k.
+  EXPECT_GT(overlap, 0) << "compute on the two devices never overlaps";
+  // The first stage is the device that computes first.
+  int first_stage_track = -1;
+  double earliest = 1e300;
+  for (const TimelineSpan& span : timeline.spans) {
+    if (span.category == "compute" && span.start_seconds < earliest) {
+      earliest = span.start_seconds;
+      first_stage_track = span.track;
+    }
+  }
+  int ahead = 0;
+  for (const TimelineSpan& next : timeline.spans) {
+    if (next.category != "compute" || next.track != first_stage_track || next.microbatch < 1)
+      continue;
+    for (const TimelineSpan& previous : timeline.spans) {
+      if (previous.category == "compute" && previous.track != first_stage_track &&
+          previous.microbatch == next.microbatch - 1 &&
+          next.start_seconds < previous.start_seconds + previous.duration_seconds) {
+        ++ahead;
+      }
+    }
+  }
+  EXPECT_GT(ahead, 0) << "stage 1 waited for stage 2 instead of running ahead";
   EXPECT_EQ(executor.stats().segments_run, 8);
   EXPECT_GE(executor.stats().transfers, 4);
 }
