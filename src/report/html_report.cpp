@@ -18,23 +18,6 @@ namespace {
 constexpr size_t kMaxSpansDrawn = 20000;
 constexpr double kChartWidth = 1100, kLabelWidth = 170, kRowHeight = 22;
 
-// printf into a string of any length (report/table.h's print() stops at 511 characters; SVG
-// point lists and span details run longer).
-std::string print(const char* pattern, ...) __attribute__((format(printf, 1, 2)));
-std::string print(const char* pattern, ...) {
-  va_list args;
-  va_start(args, pattern);
-  va_list copy;
-  va_copy(copy, args);
-  const int length = std::vsnprintf(nullptr, 0, pattern, copy);
-  va_end(copy);
-  std::string out(static_cast<size_t>(std::max(length, 0)) + 1, '\0');
-  std::vsnprintf(out.data(), out.size(), pattern, args);
-  va_end(args);
-  out.resize(static_cast<size_t>(std::max(length, 0)));
-  return out;
-}
-
 std::string escape(const std::string& text) {
   std::string out;
   for (char c : text) {
@@ -49,17 +32,11 @@ std::string escape(const std::string& text) {
   return out;
 }
 
-std::string seconds_text(double seconds) {
-  if (seconds >= 1) return print("%.3g s", seconds);
-  if (seconds >= 1e-3) return print("%.3g ms", seconds * 1e3);
-  return print("%.3g us", seconds * 1e6);
-}
-
 // A colour per category, and shades by micro-batch so that the pipeline's waves show.
 std::string span_colour(const TimelineSpan& span) {
   const int shade = span.microbatch >= 0 ? (span.microbatch * 37) % 60 : 0;
-  if (span.category == "transfer") return print("hsl(28,85%%,%d%%)", 45 + shade / 3);
-  return print("hsl(%d,60%%,48%%)", (210 + shade) % 360);
+  if (span.category == "transfer") return format("hsl(28,85%%,%d%%)", 45 + shade / 3);
+  return format("hsl(%d,60%%,48%%)", (210 + shade) % 360);
 }
 
 std::string timeline_svg(const HtmlReport& report, std::string& note) {
@@ -86,8 +63,8 @@ std::string timeline_svg(const HtmlReport& report, std::string& note) {
   }
   const double height = kRowHeight * static_cast<double>(rows.size()) + 24;
   std::string svg =
-      print("<svg class=\"timeline\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\">\n",
-            kLabelWidth + kChartWidth + 40, height, kLabelWidth + kChartWidth + 40, height);
+      format("<svg class=\"timeline\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\">\n",
+             kLabelWidth + kChartWidth + 40, height, kLabelWidth + kChartWidth + 40, height);
   std::vector<std::string> row_content(rows.size());
   const size_t drawn = std::min(timeline.spans.size(), kMaxSpansDrawn);
   for (size_t s = 0; s < drawn; ++s) {
@@ -98,37 +75,37 @@ std::string timeline_svg(const HtmlReport& report, std::string& note) {
                          seconds_text(span.start_seconds);
     if (span.microbatch >= 0) detail += ", micro-batch " + std::to_string(span.microbatch);
     if (span.bytes > 0) detail += ", " + human_bytes(span.bytes);
-    row_content[row_of_track[span.track]] += print(
+    row_content[row_of_track[span.track]] += format(
         "<rect class=\"span\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" "
         "fill=\"%s\"><title>%s</title></rect>",
         x, 2.0, width, kRowHeight - 4, span_colour(span).c_str(), escape(detail).c_str());
   }
   if (drawn < timeline.spans.size())
-    note = print(
+    note = format(
         "The timeline draws the first %zu of %zu spans; the Chrome trace (--trace) "
         "holds them all.",
         drawn, timeline.spans.size());
   for (size_t r = 0; r < rows.size(); ++r) {
-    svg += print("<g class=\"row\" %s transform=\"translate(0,%.1f)\">", rows[r].attribute.c_str(),
-                 kRowHeight * static_cast<double>(r));
-    svg += print("<rect x=\"%.0f\" y=\"1\" width=\"%.0f\" height=\"%.0f\" fill=\"%s\"/>",
-                 kLabelWidth, kChartWidth, kRowHeight - 2, r % 2 ? "#f6f6f6" : "#eeeeee");
+    svg += format("<g class=\"row\" %s transform=\"translate(0,%.1f)\">", rows[r].attribute.c_str(),
+                  kRowHeight * static_cast<double>(r));
+    svg += format("<rect x=\"%.0f\" y=\"1\" width=\"%.0f\" height=\"%.0f\" fill=\"%s\"/>",
+                  kLabelWidth, kChartWidth, kRowHeight - 2, r % 2 ? "#f6f6f6" : "#eeeeee");
     svg +=
-        print("<text x=\"4\" y=\"%.0f\">%s</text>", kRowHeight - 7, escape(rows[r].label).c_str());
+        format("<text x=\"4\" y=\"%.0f\">%s</text>", kRowHeight - 7, escape(rows[r].label).c_str());
     svg += row_content[r] + "</g>\n";
   }
   const double axis = kRowHeight * static_cast<double>(rows.size()) + 16;
   for (int tick = 0; tick <= 4; ++tick) {
     const double x = kLabelWidth + kChartWidth * tick / 4;
-    svg += print("<text class=\"tick\" x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">%s</text>", x,
-                 axis, seconds_text(end * tick / 4).c_str());
+    svg += format("<text class=\"tick\" x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">%s</text>", x,
+                  axis, seconds_text(end * tick / 4).c_str());
   }
   return svg + "</svg>\n";
 }
 
 std::string bar(double fraction, const std::string& colour) {
   const double width = 300 * std::clamp(fraction, 0.0, 1.0);
-  return print(
+  return format(
       "<svg width=\"300\" height=\"14\"><rect width=\"300\" height=\"14\" "
       "fill=\"#eee\"/><rect width=\"%.1f\" height=\"14\" fill=\"%s\"/></svg>",
       width, colour.c_str());
@@ -140,7 +117,7 @@ std::string utilisation_table(const HtmlReport& report, double end) {
       "<th>utilisation</th><th>memory peak</th><th>capacity</th></tr>\n";
   for (const HtmlReport::DeviceRow& row : report.devices) {
     const double used = end > 0 ? row.busy_seconds / end : 0;
-    html += print(
+    html += format(
         "<tr data-utilisation=\"%s\"><td>%s</td><td>%s</td><td>%s</td><td>%s %.0f%%"
         "</td><td>%s</td><td>%s</td></tr>\n",
         escape(row.id).c_str(), escape(row.id).c_str(), seconds_text(row.busy_seconds).c_str(),
@@ -154,9 +131,10 @@ std::string utilisation_table(const HtmlReport& report, double end) {
   for (const HtmlReport::LinkRow& row : report.links) {
     if (row.bytes <= 0) continue;  // links the plan does not use
     const double used = end > 0 ? row.busy_seconds / end : 0;
-    html += print("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s %.0f%%</td></tr>\n",
-                  escape(row.name).c_str(), human_bytes(row.bytes).c_str(),
-                  seconds_text(row.busy_seconds).c_str(), bar(used, "#e8893a").c_str(), 100 * used);
+    html +=
+        format("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s %.0f%%</td></tr>\n",
+               escape(row.name).c_str(), human_bytes(row.bytes).c_str(),
+               seconds_text(row.busy_seconds).c_str(), bar(used, "#e8893a").c_str(), 100 * used);
   }
   return html + "</table>\n";
 }
@@ -185,12 +163,12 @@ std::string memory_svg(const HtmlReport& report) {
     double last = 0;
     for (const MemorySample* sample : samples) {
       const double x = sample->time_seconds / end * width;
-      points += print("%.1f,%.1f %.1f,%.1f ", x, height - last / top * height, x,
-                      height - sample->bytes / top * height);
+      points += format("%.1f,%.1f %.1f,%.1f ", x, height - last / top * height, x,
+                       height - sample->bytes / top * height);
       last = sample->bytes;
     }
-    points += print("%.1f,%.1f", width, height - last / top * height);
-    html += print(
+    points += format("%.1f,%.1f", width, height - last / top * height);
+    html += format(
         "<div class=\"memory\" data-memory-device=\"%s\"><div>%s: peak %s</div>"
         "<svg width=\"%.0f\" height=\"%.0f\"><rect width=\"%.0f\" height=\"%.0f\" "
         "fill=\"#f4f4f4\"/><polyline fill=\"none\" stroke=\"#3a7bd5\" "
@@ -199,7 +177,7 @@ std::string memory_svg(const HtmlReport& report) {
         human_bytes(peak).c_str(), width, height, width, height, points.c_str());
     if (show_capacity) {
       const double y = height - capacity / top * height;
-      html += print(
+      html += format(
           "<line x1=\"0\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#c0392b\" "
           "stroke-dasharray=\"4 3\"><title>capacity %s</title></line>",
           width, y, y, human_bytes(capacity).c_str());
@@ -222,8 +200,8 @@ std::string bytes_matrix(const HtmlReport& report) {
     html += "<tr><th>" + escape(report.device_ids[a]) + "</th>";
     for (size_t b = 0; b < report.device_bytes[a].size(); ++b) {
       const double bytes = report.device_bytes[a][b];
-      html += print("<td style=\"background:rgba(232,137,58,%.2f)\">%s</td>", bytes / top * 0.8,
-                    bytes > 0 ? human_bytes(bytes).c_str() : "");
+      html += format("<td style=\"background:rgba(232,137,58,%.2f)\">%s</td>", bytes / top * 0.8,
+                     bytes > 0 ? human_bytes(bytes).c_str() : "");
     }
     html += "</tr>\n";
   }
@@ -240,23 +218,23 @@ std::string strategies_svg(const HtmlReport& report) {
   const double width = 600, row_height = 22;
   const double height = row_height * static_cast<double>(report.strategies.size()) + 20;
   std::string html = "<h2>Strategies side by side (" + escape(report.objective) + ")</h2>\n";
-  html += print("<svg class=\"strategies\" width=\"%.0f\" height=\"%.0f\">", width + 420, height);
+  html += format("<svg class=\"strategies\" width=\"%.0f\" height=\"%.0f\">", width + 420, height);
   for (size_t s = 0; s < report.strategies.size(); ++s) {
     const HtmlReport::StrategyRow& row = report.strategies[s];
     const double y = row_height * static_cast<double>(s);
-    html += print("<text x=\"0\" y=\"%.0f\"%s>%s</text>", y + 15,
-                  row.chosen ? " font-weight=\"bold\"" : "", escape(row.strategy).c_str());
+    html += format("<text x=\"0\" y=\"%.0f\"%s>%s</text>", y + 15,
+                   row.chosen ? " font-weight=\"bold\"" : "", escape(row.strategy).c_str());
     if (row.feasible) {
-      html += print("<rect x=\"160\" y=\"%.0f\" width=\"%.1f\" height=\"16\" fill=\"%s\"/>", y + 3,
-                    row.figure / top * width, row.chosen ? "#3a7bd5" : "#9bb8e0");
+      html += format("<rect x=\"160\" y=\"%.0f\" width=\"%.1f\" height=\"16\" fill=\"%s\"/>", y + 3,
+                     row.figure / top * width, row.chosen ? "#3a7bd5" : "#9bb8e0");
     }
-    html += print("<text x=\"%.0f\" y=\"%.0f\">%s</text>",
-                  row.feasible ? 165 + row.figure / top * width : 165.0, y + 15,
-                  escape(row.text).c_str());
+    html += format("<text x=\"%.0f\" y=\"%.0f\">%s</text>",
+                   row.feasible ? 165 + row.figure / top * width : 165.0, y + 15,
+                   escape(row.text).c_str());
   }
   if (report.lower_bound > 0) {
     const double x = 160 + report.lower_bound / top * width;
-    html += print(
+    html += format(
         "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"0\" y2=\"%.0f\" stroke=\"#c0392b\" "
         "stroke-dasharray=\"5 3\"/><text x=\"%.1f\" y=\"%.0f\" fill=\"#c0392b\">"
         "bound %s</text>",

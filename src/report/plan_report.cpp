@@ -6,13 +6,6 @@
 namespace tandem {
 namespace {
 
-std::string seconds_text(double seconds) {
-  if (seconds == kInfinity) return "-";
-  if (seconds >= 1) return format("%.3g s", seconds);
-  if (seconds >= 1e-3) return format("%.3g ms", seconds * 1e3);
-  return format("%.3g us", seconds * 1e6);
-}
-
 std::string figure_for(Objective objective, double value) {
   switch (objective) {
     case Objective::kLatency: return seconds_text(value);

@@ -71,13 +71,25 @@ std::string human_bytes(double bytes) {
   return index == 0 ? format("%.0f B", bytes) : format("%.1f %s", bytes, kUnits[index]);
 }
 
+std::string seconds_text(double seconds) {
+  if (!std::isfinite(seconds)) return "-";
+  if (seconds >= 1) return format("%.3g s", seconds);
+  if (seconds >= 1e-3) return format("%.3g ms", seconds * 1e3);
+  return format("%.3g us", seconds * 1e6);
+}
+
 std::string format(const char* pattern, ...) {
   va_list args;
   va_start(args, pattern);
-  char buffer[512];
-  const int length = std::vsnprintf(buffer, sizeof(buffer), pattern, args);
+  va_list measure;
+  va_copy(measure, args);
+  const int length = std::max(std::vsnprintf(nullptr, 0, pattern, measure), 0);
+  va_end(measure);
+  std::string out(static_cast<size_t>(length) + 1, '\0');
+  std::vsnprintf(out.data(), out.size(), pattern, args);
   va_end(args);
-  return std::string(buffer, static_cast<size_t>(std::clamp(length, 0, 511)));
+  out.resize(static_cast<size_t>(length));
+  return out;
 }
 
 }  // namespace tandem

@@ -22,7 +22,9 @@ class Table {
 std::string si(double value);
 // "1.2 MiB", "340 KiB", "12 B".
 std::string human_bytes(double bytes);
-// printf-style formatting into a std::string.
+// "1.23 s", "45.6 ms", "789 us": three significant digits; "-" for an infinite time.
+std::string seconds_text(double seconds);
+// printf-style formatting into a std::string of any length.
 std::string format(const char* pattern, ...) __attribute__((format(printf, 1, 2)));
 
 }  // namespace tandem

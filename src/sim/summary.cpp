@@ -7,12 +7,6 @@
 namespace tandem {
 namespace {
 
-std::string seconds_text(double seconds) {
-  if (seconds >= 1) return format("%.3g s", seconds);
-  if (seconds >= 1e-3) return format("%.3g ms", seconds * 1e3);
-  return format("%.3g us", seconds * 1e6);
-}
-
 std::string percent(double part, double whole) {
   return whole > 0 ? format("%.0f%%", 100 * part / whole) : "-";
 }
