@@ -2,6 +2,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "ir/graph.h"
 
@@ -25,6 +26,14 @@ class Kernel {
   virtual void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) = 0;
 };
 
+// A whole graph compiled into one program, as compiled devices (PJRT) run a plan segment.
+class GraphProgram {
+ public:
+  virtual ~GraphProgram() = default;
+  // `inputs` follow graph.inputs; returns the graph's outputs, which own their memory.
+  virtual std::vector<Tensor> run(std::span<const Tensor> inputs) = 0;
+};
+
 // One device of a backend: says what it can run and compiles kernels for it. The planner asks
 // `supports`; the runtime calls `compile` and runs the kernels.
 class Device {
@@ -34,6 +43,9 @@ class Device {
   virtual bool supports(const Node& node) const = 0;
   // Throws InputError naming the node when the op cannot run here.
   virtual std::unique_ptr<Kernel> compile(const KernelSpec& spec) = 0;
+  // Compiled devices turn a whole graph into one program (throwing InputError naming a node
+  // they cannot take); eager devices return null and their graphs run node by node.
+  virtual std::unique_ptr<GraphProgram> compile_graph(const Graph& /*graph*/) { return nullptr; }
 };
 
 }  // namespace tandem

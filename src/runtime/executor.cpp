@@ -21,6 +21,8 @@ struct GraphExecutor::Step {
 };
 
 GraphExecutor::GraphExecutor(const Graph& graph, Device& device) : graph_(graph), device_(device) {
+  program_ = device.compile_graph(graph);
+  if (program_) return;
   for (const Node& node : graph.nodes) {
     auto step = std::make_unique<Step>();
     step->node = &node;
@@ -107,6 +109,7 @@ std::vector<Tensor> GraphExecutor::run(std::span<const Tensor> inputs,
     throw InputError("the graph takes " + std::to_string(graph_.inputs.size()) + " inputs, got " +
                      std::to_string(inputs.size()));
   }
+  if (program_) return program_->run(inputs);
   std::vector<Tensor> env(graph_.values.size());
   for (size_t id = 0; id < graph_.values.size(); ++id) {
     if (graph_.values[id].is_constant()) env[id] = graph_.values[id].constant;

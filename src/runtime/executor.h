@@ -11,10 +11,12 @@
 
 namespace tandem {
 
-// Runs a graph on one eager device, one node after another. Built once per graph: kernels are
-// compiled, and every intermediate tensor of static size gets a slot in one arena planned from
-// tensor lifetimes. Tensors whose size is known only at run time are allocated as they come.
-// If and Loop run their subgraphs with nested executors. One run at a time per executor.
+// Runs a graph on one device. On an eager device, one node after another: built once per graph,
+// kernels are compiled, and every intermediate tensor of static size gets a slot in one arena
+// planned from tensor lifetimes; tensors whose size is known only at run time are allocated as
+// they come; If and Loop run their subgraphs with nested executors. A compiled device runs the
+// whole graph as the one program it compiled (no per-node observer calls then). One run at a
+// time per executor.
 class GraphExecutor {
  public:
   // Called after every node with its wall time, when set (profiling, calibration).
@@ -46,6 +48,7 @@ class GraphExecutor {
   MemoryPlan plan_;
   std::shared_ptr<std::byte[]> arena_;
   NodeObserver observer_;
+  std::unique_ptr<GraphProgram> program_;  // compiled devices only
 };
 
 }  // namespace tandem

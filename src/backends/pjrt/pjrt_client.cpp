@@ -82,6 +82,37 @@ void PjrtBuffer::to_host(void* dst, size_t bytes) const {
   await_event(api, args.event, "PJRT_Buffer_ToHostBuffer");
 }
 
+PjrtBuffer PjrtBuffer::copy_to_device(PJRT_Device* device) const {
+  const PJRT_Api* api = plugin_->api();
+  PJRT_ARGS(PJRT_Buffer_CopyToDevice_Args, args);
+  args.buffer = buffer_.get();
+  args.dst_device = device;
+  check(api, api->PJRT_Buffer_CopyToDevice(&args), "PJRT_Buffer_CopyToDevice");
+  PjrtBuffer copy(plugin_, args.dst_buffer);
+  PJRT_ARGS(PJRT_Buffer_ReadyEvent_Args, ready);
+  ready.buffer = args.dst_buffer;
+  check(api, api->PJRT_Buffer_ReadyEvent(&ready), "PJRT_Buffer_ReadyEvent");
+  await_event(api, ready.event, "PJRT_Buffer_CopyToDevice");
+  return copy;
+}
+
+PJRT_Buffer_Type buffer_type(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return PJRT_Buffer_Type_F32;
+    case DType::kFloat16: return PJRT_Buffer_Type_F16;
+    case DType::kBFloat16: return PJRT_Buffer_Type_BF16;
+    case DType::kFloat64: return PJRT_Buffer_Type_F64;
+    case DType::kInt8: return PJRT_Buffer_Type_S8;
+    case DType::kUInt8: return PJRT_Buffer_Type_U8;
+    case DType::kInt16: return PJRT_Buffer_Type_S16;
+    case DType::kInt32: return PJRT_Buffer_Type_S32;
+    case DType::kInt64: return PJRT_Buffer_Type_S64;
+    case DType::kBool: return PJRT_Buffer_Type_PRED;
+    case DType::kUndefined: break;
+  }
+  return PJRT_Buffer_Type_INVALID;
+}
+
 PjrtExecutable::PjrtExecutable(std::shared_ptr<PjrtPlugin> plugin,
                                PJRT_LoadedExecutable* executable)
     : plugin_(std::move(plugin)), executable_(plugin_->api(), executable) {
@@ -128,6 +159,27 @@ std::vector<PjrtBuffer> PjrtExecutable::execute(
   check(api, error, "PJRT_LoadedExecutable_Execute");
   await_event(api, done, "PJRT_LoadedExecutable_Execute");
   return results;
+}
+
+std::string PjrtExecutable::serialize() const {
+  const PJRT_Api* api = plugin_->api();
+  PJRT_ARGS(PJRT_LoadedExecutable_GetExecutable_Args, get);
+  get.loaded_executable = executable_.get();
+  check(api, api->PJRT_LoadedExecutable_GetExecutable(&get), "PJRT_LoadedExecutable_GetExecutable");
+  PJRT_ARGS(PJRT_Executable_Serialize_Args, args);
+  args.executable = get.executable;
+  PJRT_Error* error = api->PJRT_Executable_Serialize(&args);
+  std::string bytes;
+  if (error == nullptr) {
+    bytes.assign(args.serialized_bytes, args.serialized_bytes_size);
+    args.serialized_executable_deleter(args.serialized_executable);
+  }
+  PJRT_ARGS(PJRT_Executable_Destroy_Args, destroy);
+  destroy.executable = get.executable;
+  PJRT_Error* destroy_error = api->PJRT_Executable_Destroy(&destroy);
+  check(api, error, "PJRT_Executable_Serialize");
+  check(api, destroy_error, "PJRT_Executable_Destroy");
+  return bytes;
 }
 
 PjrtClient::PjrtClient(std::shared_ptr<PjrtPlugin> plugin) : plugin_(std::move(plugin)) {
@@ -193,15 +245,33 @@ PjrtExecutable PjrtClient::compile_mlir(std::string_view module) const {
   return PjrtExecutable(plugin_, args.executable);
 }
 
-PjrtBuffer PjrtClient::to_device(const void* data, PJRT_Buffer_Type type,
-                                 std::span<const int64_t> dims, size_t device) const {
+PjrtExecutable PjrtClient::deserialize(std::string_view bytes) const {
   const PJRT_Api* api = plugin_->api();
-  auto targets = addressable_devices(api, client_.get());
-  if (device >= targets.size()) {
-    throw InputError(plugin_->path(), "no addressable PJRT device " + std::to_string(device) +
+  PJRT_ARGS(PJRT_Executable_DeserializeAndLoad_Args, args);
+  args.client = client_.get();
+  args.serialized_executable = bytes.data();
+  args.serialized_executable_size = bytes.size();
+  check(api, api->PJRT_Executable_DeserializeAndLoad(&args), "PJRT_Executable_DeserializeAndLoad");
+  return PjrtExecutable(plugin_, args.loaded_executable);
+}
+
+size_t PjrtClient::addressable_device_count() const {
+  return addressable_devices(plugin_->api(), client_.get()).size();
+}
+
+PJRT_Device* PjrtClient::addressable_device(size_t index) const {
+  auto targets = addressable_devices(plugin_->api(), client_.get());
+  if (index >= targets.size()) {
+    throw InputError(plugin_->path(), "no addressable PJRT device " + std::to_string(index) +
                                           " (the client has " + std::to_string(targets.size()) +
                                           ")");
   }
+  return targets[index];
+}
+
+PjrtBuffer PjrtClient::to_device(const void* data, PJRT_Buffer_Type type,
+                                 std::span<const int64_t> dims, size_t device) const {
+  const PJRT_Api* api = plugin_->api();
   PJRT_ARGS(PJRT_Client_BufferFromHostBuffer_Args, args);
   args.client = client_.get();
   args.data = data;
@@ -209,7 +279,7 @@ PjrtBuffer PjrtClient::to_device(const void* data, PJRT_Buffer_Type type,
   args.dims = dims.data();
   args.num_dims = dims.size();
   args.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes;
-  args.device = targets[device];
+  args.device = addressable_device(device);
   check(api, api->PJRT_Client_BufferFromHostBuffer(&args), "PJRT_Client_BufferFromHostBuffer");
   PjrtBuffer buffer(plugin_, args.buffer);
   await_event(api, args.done_with_host_buffer, "PJRT_Client_BufferFromHostBuffer");

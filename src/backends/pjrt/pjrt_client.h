@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/pjrt/pjrt_plugin.h"
+#include "ir/dtype.h"
 
 namespace tandem::pjrt {
 
@@ -58,11 +59,16 @@ class PjrtBuffer {
   std::vector<int64_t> dims() const;
   // Copies the buffer into `dst` (dense, row-major) and waits for the copy.
   void to_host(void* dst, size_t bytes) const;
+  // A copy on another device of the same client, made by the plugin (no host round trip).
+  PjrtBuffer copy_to_device(PJRT_Device* device) const;
 
  private:
   std::shared_ptr<PjrtPlugin> plugin_;
   Handle<PJRT_Buffer> buffer_;
 };
+
+// The PJRT element type of a dtype.
+PJRT_Buffer_Type buffer_type(DType dtype);
 
 // A compiled program loaded on a client's devices.
 class PjrtExecutable {
@@ -71,6 +77,9 @@ class PjrtExecutable {
   size_t num_outputs() const { return num_outputs_; }
   // Runs on one device and waits for it to finish.
   std::vector<PjrtBuffer> execute(std::span<const PjrtBuffer* const> arguments) const;
+  // The compiled program as bytes that PjrtClient::deserialize loads again (the disk cache).
+  // PjrtError when the plugin cannot serialise.
+  std::string serialize() const;
 
  private:
   std::shared_ptr<PjrtPlugin> plugin_;
@@ -86,6 +95,11 @@ class PjrtClient {
   std::vector<PjrtDeviceInfo> devices() const;
   // Compiles a StableHLO module given as MLIR text, for one replica and one partition.
   PjrtExecutable compile_mlir(std::string_view module) const;
+  // Loads an executable serialised by PjrtExecutable::serialize with this plugin.
+  PjrtExecutable deserialize(std::string_view bytes) const;
+  // The addressable device with this index, for copies between devices.
+  PJRT_Device* addressable_device(size_t index) const;
+  size_t addressable_device_count() const;
   // Copies a dense, row-major host array to addressable device `device` (an index into the
   // addressable devices) and waits until the host memory may be reused.
   PjrtBuffer to_device(const void* data, PJRT_Buffer_Type type, std::span<const int64_t> dims,

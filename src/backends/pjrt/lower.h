@@ -1,0 +1,33 @@
+#pragma once
+// Lowers a static-shape graph (a plan segment, or one node) to one StableHLO function.
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace tandem::pjrt {
+
+// A graph as one StableHLO function, @main.
+struct LoweredGraph {
+  std::string module;  // MLIR text
+  // What each parameter of @main is, as a value id of the graph: the graph's inputs first, in
+  // order, then constants too large to write into the text (weights), which the device uploads
+  // once and keeps.
+  std::vector<int> parameters;
+  size_t input_count = 0;
+};
+
+// Constants with more elements than this become parameters instead of module text.
+inline constexpr int64_t kMaxInlinedElements = 64;
+
+// Throws InputError naming the first node that cannot be lowered and why.
+LoweredGraph lower_graph(const Graph& graph);
+
+// Why `node` of `graph` cannot be lowered ("no StableHLO lowering for NonZero", "dynamic shape
+// of x"); empty when it can.
+std::string lowering_refusal(const Node& node, const Graph& graph);
+
+// Every op type with a lowering rule, sorted.
+std::vector<std::string> lowered_op_types();
+
+}  // namespace tandem::pjrt

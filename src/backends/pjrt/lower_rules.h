@@ -1,0 +1,67 @@
+#pragma once
+// What the per-family lowering rules share: the context they lower one node in.
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backends/pjrt/stablehlo.h"
+#include "ir/graph.h"
+
+namespace tandem::pjrt {
+
+// Thrown by a rule for a node it cannot lower (an attribute value or input it does not handle);
+// the message says what, in a few words.
+class LoweringRefused : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class LowerContext {
+ public:
+  LowerContext(HloBuilder& builder, const Graph& graph);
+
+  HloBuilder& builder() { return builder_; }
+  const Graph& graph() const { return graph_; }
+
+  bool has_input(const Node& node, size_t i) const;
+  // Input `i` as a value of the function; constants are written in or made parameters.
+  HloValue input(const Node& node, size_t i);
+  const TensorType& input_type(const Node& node, size_t i) const;
+  // Input `i`'s value when it is known at compile time (a constant), else null.
+  const Tensor* constant(const Node& node, size_t i) const;
+  // A constant integer input's contents; LoweringRefused when the input is not constant.
+  std::vector<int64_t> constant_ints(const Node& node, size_t i) const;
+
+  bool has_output(const Node& node, size_t i) const;
+  const TensorType& output_type(const Node& node, size_t i) const;
+  // Binds output `i` to `value`, whose type must be the output's.
+  void set_output(const Node& node, size_t i, const HloValue& value);
+
+  // Value ids made parameters so far, in order, and the function value of any value id.
+  const std::vector<int>& parameters() const { return parameters_; }
+  HloValue value(int id);
+  void bind(int id, HloValue value) { values_[static_cast<size_t>(id)] = std::move(value); }
+  HloValue add_parameter(int id);
+
+ private:
+  HloBuilder& builder_;
+  const Graph& graph_;
+  std::vector<std::optional<HloValue>> values_;
+  std::vector<int> parameters_;
+};
+
+using LowerRule = void (*)(LowerContext& context, const Node& node);
+using RuleTable = std::map<std::string, LowerRule, std::less<>>;
+
+// Each op family adds its rules.
+void add_elementwise_rules(RuleTable& rules);
+void add_linalg_rules(RuleTable& rules);
+void add_reduction_rules(RuleTable& rules);
+void add_tensor_rules(RuleTable& rules);
+
+// Numpy broadcasting of input `i` to output 0's shape, converted to `dtype`.
+HloValue broadcast_input(LowerContext& context, const Node& node, size_t i, DType dtype);
+
+}  // namespace tandem::pjrt

@@ -1,0 +1,91 @@
+#include "pjrt_op_util.h"
+
+#include <cmath>
+
+#include "backends/cpu/cpu_device.h"
+#include "backends/pjrt/lower.h"
+#include "ir/infer.h"
+#include "runtime/executor.h"
+
+namespace tandem::pjrt::testing {
+
+PjrtDevice& cpu_plugin_device() {
+  static PjrtDevice device(
+      "pjrt0",
+      std::make_shared<PjrtSession>(PjrtPlugin::load(TANDEM_PJRT_CPU_PLUGIN), std::string()));
+  return device;
+}
+
+Graph one_node_graph(const OpCase& op) {
+  Graph graph;
+  graph.opset = 21;
+  Node node;
+  node.name = "test_" + op.op_type;
+  node.op_type = op.op_type;
+  node.attributes = op.attributes;
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    const Tensor& input = op.inputs[i];
+    if (!input.defined()) {
+      node.inputs.push_back(-1);
+      continue;
+    }
+    const int id = graph.add_value("in" + std::to_string(i), {input.dtype(), input.shape()});
+    if (i < op.constant.size() && op.constant[i]) {
+      graph.values[static_cast<size_t>(id)].constant = input;
+    } else {
+      graph.inputs.push_back(id);
+    }
+    node.inputs.push_back(id);
+  }
+  for (int i = 0; i < op.num_outputs; ++i) {
+    node.outputs.push_back(graph.add_value("out" + std::to_string(i)));
+    graph.outputs.push_back(node.outputs.back());
+  }
+  graph.nodes.push_back(std::move(node));
+  graph.sort_topologically();
+  infer_graph(graph);
+  return graph;
+}
+
+std::string refusal(const OpCase& op) {
+  const Graph graph = one_node_graph(op);
+  return lowering_refusal(graph.nodes[0], graph);
+}
+
+void expect_matches_cpu(const OpCase& op) {
+  const Graph graph = one_node_graph(op);
+  ASSERT_EQ(lowering_refusal(graph.nodes[0], graph), "") << op.op_type;
+  std::vector<Tensor> fed;
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    if (op.inputs[i].defined() && !(i < op.constant.size() && op.constant[i])) {
+      fed.push_back(op.inputs[i]);
+    }
+  }
+  cpu::CpuDevice cpu;
+  GraphExecutor on_cpu(graph, cpu);
+  GraphExecutor on_pjrt(graph, cpu_plugin_device());
+  const std::vector<Tensor> expected = on_cpu.run(fed);
+  const std::vector<Tensor> actual = on_pjrt.run(fed);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t o = 0; o < expected.size(); ++o) {
+    ASSERT_EQ(actual[o].dtype(), expected[o].dtype()) << op.op_type << " output " << o;
+    ASSERT_EQ(actual[o].shape(), expected[o].shape()) << op.op_type << " output " << o;
+    const std::vector<double> a = actual[o].to_doubles(), e = expected[o].to_doubles();
+    const bool exact = !is_floating(expected[o].dtype());
+    for (size_t i = 0; i < e.size(); ++i) {
+      if (std::isnan(e[i])) {
+        EXPECT_TRUE(std::isnan(a[i])) << op.op_type << " output " << o << "[" << i << "]";
+        continue;
+      }
+      const double tolerance = exact ? 0 : op.atol + op.rtol * std::abs(e[i]);
+      if (std::isinf(e[i])) {
+        EXPECT_EQ(a[i], e[i]) << op.op_type << " output " << o << "[" << i << "]";
+      } else {
+        ASSERT_LE(std::abs(a[i] - e[i]), tolerance)
+            << op.op_type << " output " << o << "[" << i << "]: pjrt " << a[i] << ", cpu " << e[i];
+      }
+    }
+  }
+}
+
+}  // namespace tandem::pjrt::testing
