@@ -30,6 +30,16 @@ TEST(Lowering, ReshapeWithConstantShape) {
                       {false, true}});
 }
 
+TEST(Lowering, MatMulWithFusedGelu) {
+  expect_matches_cpu({"MatMul",
+                      {random(DType::kFloat32, {3, 5}, 1), random(DType::kFloat32, {5, 4}, 2)},
+                      {{"activation", std::string("Gelu")}},
+                      {},
+                      1,
+                      1e-5,
+                      1e-5});
+}
+
 TEST(Lowering, UnknownOpIsRefusedByName) {
   EXPECT_EQ(refusal({"NonZero", {random(DType::kFloat32, {4}, 1)}}),
             "no StableHLO lowering for NonZero");

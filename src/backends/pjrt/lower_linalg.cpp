@@ -38,7 +38,7 @@ void lower_matmul(LowerContext& context, const Node& node) {
       "dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = [" + dims +
           "], rhs_batching_dimensions = [" + dims + "], lhs_contracting_dimensions = [" +
           std::to_string(r + 1) + "], rhs_contracting_dimensions = [" + std::to_string(r) + "]>");
-  context.set_output(node, 0, b.reshape(product, out.shape));
+  context.set_output(node, 0, apply_fused_activation(b, node, b.reshape(product, out.shape)));
 }
 
 }  // namespace

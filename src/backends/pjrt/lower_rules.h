@@ -61,6 +61,15 @@ void add_linalg_rules(RuleTable& rules);
 void add_reduction_rules(RuleTable& rules);
 void add_tensor_rules(RuleTable& rules);
 
+// An activation applied to `x`, as the activation ops compute it and as fusion attaches it to
+// Conv/Gemm/MatMul (`activation`, `activation_alpha`, `activation_beta` attributes): Relu,
+// LeakyRelu (alpha), Sigmoid, Tanh, HardSigmoid (alpha, beta), HardSwish, Gelu (exact), Clip
+// (alpha = low, beta = high, NaN = unbounded). LoweringRefused for any other name.
+HloValue apply_activation(HloBuilder& b, const HloValue& x, std::string_view activation,
+                          float alpha, float beta);
+// The fused activation a node carries, if any (its `activation` attributes), applied to `x`.
+HloValue apply_fused_activation(HloBuilder& b, const Node& node, const HloValue& x);
+
 // Numpy broadcasting of input `i` to output 0's shape, converted to `dtype`.
 HloValue broadcast_input(LowerContext& context, const Node& node, size_t i, DType dtype);
 

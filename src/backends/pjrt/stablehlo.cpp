@@ -118,7 +118,8 @@ std::vector<HloValue> HloBuilder::op_results(std::string_view name,
     result_types += tensor_type(results[i].dtype, results[i].shape);
   }
   body_ += "    " + id + (results.size() > 1 ? ":" + std::to_string(results.size()) : "") +
-           " = \"stablehlo." + std::string(name) + "\"(" + join_names(operands) + ")";
+           " = \"" + (name.find('.') == std::string_view::npos ? "stablehlo." : "") +
+           std::string(name) + "\"(" + join_names(operands) + ")";
   if (!region.empty()) body_ += " " + std::string(region);
   if (!attributes.empty()) body_ += " {" + std::string(attributes) + "}";
   body_ += " : (" + join_types(operands) + ") -> " +

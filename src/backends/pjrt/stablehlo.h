@@ -30,6 +30,7 @@ class HloBuilder {
   HloValue parameter(DType dtype, Shape shape);
 
   // One op with one result: %n = "stablehlo.<name>"(operands) (region)? {attributes}? : type.
+  // A name with a dialect ("chlo.erf") is written as given.
   // `region` is the text of the op's region(s) including parentheses, or empty.
   HloValue op(std::string_view name, std::span<const HloValue> operands, DType dtype, Shape shape,
               std::string_view attributes = {}, std::string_view region = {});
