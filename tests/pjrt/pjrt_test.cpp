@@ -97,12 +97,43 @@ TEST(PjrtClient, CompilesAndRunsAStableHloAdd) {
   PjrtBuffer da = client.to_device(a.data(), PJRT_Buffer_Type_F32, dims);
   PjrtBuffer db = client.to_device(b.data(), PJRT_Buffer_Type_F32, dims);
   const PjrtBuffer* arguments[] = {&da, &db};
-  std::vector<PjrtBuffer> outputs = add.execute(arguments);
+  std::vector<PjrtBuffer> outputs = add.execute(arguments, client.addressable_device(0));
   ASSERT_EQ(outputs.size(), 1u);
   EXPECT_EQ(outputs[0].dims(), dims);
   std::vector<float> sum(4);
   outputs[0].to_host(sum.data(), sum.size() * sizeof(float));
   for (size_t i = 0; i < sum.size(); ++i) EXPECT_EQ(sum[i], a[i] + b[i]) << i;
+}
+
+TEST(PjrtClient, OneCompilationRunsOnAnyDeviceAndCopiesBetweenDevices) {
+  PjrtClient client(cpu_plugin());
+  ASSERT_GE(client.addressable_device_count(), 2u);
+  PjrtExecutable add = client.compile_mlir(kAdd);
+  const std::vector<float> a = {1, 2, 3, 4};
+  const std::vector<int64_t> dims = {4};
+  PjrtBuffer on_first = client.to_device(a.data(), PJRT_Buffer_Type_F32, dims, 0);
+  // Device to device within the plugin, then the program on the second device.
+  PjrtBuffer on_second = on_first.copy_to_device(client.addressable_device(1));
+  const PjrtBuffer* arguments[] = {&on_second, &on_second};
+  std::vector<PjrtBuffer> outputs = add.execute(arguments, client.addressable_device(1));
+  std::vector<float> sum(4);
+  outputs[0].to_host(sum.data(), sum.size() * sizeof(float));
+  EXPECT_EQ(sum, (std::vector<float>{2, 4, 6, 8}));
+}
+
+TEST(PjrtClient, SerializedExecutableLoadsAndRuns) {
+  PjrtClient client(cpu_plugin());
+  const std::string bytes = client.compile_mlir(kAdd).serialize();
+  ASSERT_FALSE(bytes.empty());
+  PjrtExecutable add = client.deserialize(bytes);
+  const std::vector<float> a = {1, 2, 3, 4};
+  const std::vector<int64_t> dims = {4};
+  PjrtBuffer buffer = client.to_device(a.data(), PJRT_Buffer_Type_F32, dims);
+  const PjrtBuffer* arguments[] = {&buffer, &buffer};
+  std::vector<PjrtBuffer> outputs = add.execute(arguments, client.addressable_device(0));
+  std::vector<float> sum(4);
+  outputs[0].to_host(sum.data(), sum.size() * sizeof(float));
+  EXPECT_EQ(sum, (std::vector<float>{2, 4, 6, 8}));
 }
 
 TEST(PjrtClient, BadModuleIsAPjrtErrorWithTheMessage) {

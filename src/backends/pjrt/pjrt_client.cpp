@@ -131,8 +131,8 @@ PjrtExecutable::PjrtExecutable(std::shared_ptr<PjrtPlugin> plugin,
   num_outputs_ = outputs.num_outputs;
 }
 
-std::vector<PjrtBuffer> PjrtExecutable::execute(
-    std::span<const PjrtBuffer* const> arguments) const {
+std::vector<PjrtBuffer> PjrtExecutable::execute(std::span<const PjrtBuffer* const> arguments,
+                                                PJRT_Device* device) const {
   const PJRT_Api* api = plugin_->api();
   std::vector<PJRT_Buffer*> inputs;
   for (const PjrtBuffer* argument : arguments) inputs.push_back(argument->get());
@@ -150,6 +150,7 @@ std::vector<PjrtBuffer> PjrtExecutable::execute(
   args.num_args = inputs.size();
   args.output_lists = output_lists;
   args.device_complete_events = &done;
+  args.execute_device = device;
   PJRT_Error* error = api->PJRT_LoadedExecutable_Execute(&args);
   // Own the outputs first, so they are destroyed whatever fails next.
   std::vector<PjrtBuffer> results;
@@ -232,10 +233,11 @@ PjrtExecutable PjrtClient::compile_mlir(std::string_view module) const {
   program.format = kFormat.data();
   program.format_size = kFormat.size();
   // A serialised xla.CompileOptionsProto: executable_build_options (field 3) holding
-  // num_replicas = 1 (field 4) and num_partitions = 1 (field 5). The CPU plugin aborts the
-  // process on empty options (replica_count 0), so these are required, not defaults.
-  static constexpr char kOneReplicaOnePartition[] = {0x1A, 0x04, 0x20, 0x01, 0x28, 0x01};
-  const std::string_view options(kOneReplicaOnePartition, sizeof kOneReplicaOnePartition);
+  // num_replicas = 1 (field 4) and num_partitions = 1 (field 5), and
+  // compile_portable_executable = true (field 4). The CPU plugin aborts the process on empty
+  // options (replica_count 0), so the counts are required, not defaults.
+  static constexpr char kPortableOneReplica[] = {0x1A, 0x04, 0x20, 0x01, 0x28, 0x01, 0x20, 0x01};
+  const std::string_view options(kPortableOneReplica, sizeof kPortableOneReplica);
   PJRT_ARGS(PJRT_Client_Compile_Args, args);
   args.client = client_.get();
   args.program = &program;

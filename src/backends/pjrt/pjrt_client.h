@@ -75,8 +75,9 @@ class PjrtExecutable {
  public:
   PjrtExecutable(std::shared_ptr<PjrtPlugin> plugin, PJRT_LoadedExecutable* executable);
   size_t num_outputs() const { return num_outputs_; }
-  // Runs on one device and waits for it to finish.
-  std::vector<PjrtBuffer> execute(std::span<const PjrtBuffer* const> arguments) const;
+  // Runs on `device` (the arguments must be there) and waits for it to finish.
+  std::vector<PjrtBuffer> execute(std::span<const PjrtBuffer* const> arguments,
+                                  PJRT_Device* device) const;
   // The compiled program as bytes that PjrtClient::deserialize loads again (the disk cache).
   // PjrtError when the plugin cannot serialise.
   std::string serialize() const;
@@ -93,7 +94,8 @@ class PjrtClient {
   const PjrtPlugin& plugin() const { return *plugin_; }
   std::string platform_name() const;
   std::vector<PjrtDeviceInfo> devices() const;
-  // Compiles a StableHLO module given as MLIR text, for one replica and one partition.
+  // Compiles a StableHLO module given as MLIR text, for one replica and one partition, as a
+  // portable executable: one compilation runs on any of the client's devices.
   PjrtExecutable compile_mlir(std::string_view module) const;
   // Loads an executable serialised by PjrtExecutable::serialize with this plugin.
   PjrtExecutable deserialize(std::string_view bytes) const;

@@ -23,14 +23,13 @@ PjrtBuffer upload(const PjrtClient& client, const Tensor& tensor, size_t device)
 class PjrtProgram : public GraphProgram {
  public:
   PjrtProgram(const Graph& graph, PjrtSession& session, size_t device)
-      : session_(session), device_(device) {
+      : session_(session), device_(device), target_(session.client.addressable_device(device)) {
     const LoweredGraph lowered = lower_graph(graph);
     executable_ = session.cache.get(session.client, lowered.module);
     if (executable_->num_outputs() != graph.outputs.size()) {
       throw std::logic_error("PJRT program has " + std::to_string(executable_->num_outputs()) +
                              " outputs for a graph with " + std::to_string(graph.outputs.size()));
     }
-    input_count_ = lowered.input_count;
     for (size_t i = lowered.input_count; i < lowered.parameters.size(); ++i) {
       const Value& value = graph.values[static_cast<size_t>(lowered.parameters[i])];
       weights_.push_back(upload(session.client, value.constant, device));
@@ -45,7 +44,7 @@ class PjrtProgram : public GraphProgram {
     std::vector<const PjrtBuffer*> arguments;
     for (const PjrtBuffer& buffer : uploaded) arguments.push_back(&buffer);
     for (const PjrtBuffer& buffer : weights_) arguments.push_back(&buffer);
-    std::vector<PjrtBuffer> results = executable_->execute(arguments);
+    std::vector<PjrtBuffer> results = executable_->execute(arguments, target_);
     std::vector<Tensor> outputs;
     for (size_t i = 0; i < results.size(); ++i) {
       Tensor output = Tensor::allocate(output_types_[i].dtype, output_types_[i].shape);
@@ -58,7 +57,7 @@ class PjrtProgram : public GraphProgram {
  private:
   PjrtSession& session_;
   size_t device_;
-  size_t input_count_ = 0;
+  PJRT_Device* target_;
   std::shared_ptr<const PjrtExecutable> executable_;
   std::vector<PjrtBuffer> weights_;
   std::vector<TensorType> output_types_;
