@@ -43,6 +43,11 @@ class Device {
   virtual bool supports(const Node& node) const = 0;
   // Throws InputError naming the node when the op cannot run here.
   virtual std::unique_ptr<Kernel> compile(const KernelSpec& spec) = 0;
+  // Whether graphs run as one compiled program each (compile_graph) rather than op by op.
+  virtual bool compiled() const { return false; }
+  // Called first in every thread that will run this device's work (a CPU device pins it to
+  // its cores).
+  virtual void bind_current_thread() const {}
   // Compiled devices turn a whole graph into one program (throwing InputError naming a node
   // they cannot take); eager devices return null and their graphs run node by node.
   virtual std::unique_ptr<GraphProgram> compile_graph(const Graph& /*graph*/) { return nullptr; }

@@ -21,6 +21,15 @@ struct CalibrationOptions {
 void measure_kernels(Device& device, const CalibrationOptions& options,
                      CalibrationProfile& profile);
 
+// Times copying `bytes` from the host to a device and back; returns seconds.
+using HostRoundTrip = std::function<double(size_t bytes)>;
+
+// A device of another backend (a PJRT device): its kernels as measure_kernels measures them,
+// memory capacity as given (0 = unknown), and the host link from the round trip (both ways).
+CalibrationProfile calibrate_device(Device& device, DeviceKind kind, std::string device_name,
+                                    double memory_bytes, const HostRoundTrip& round_trip,
+                                    const CalibrationOptions& options);
+
 // The local CPU at the current thread count: its kernels, the host's memory capacity, and
 // host memcpy bandwidth as the host link figure (a CPU has no device copy).
 CalibrationProfile calibrate_cpu(const CalibrationOptions& options);

@@ -46,7 +46,8 @@ class OpBench {
   const Graph& graph() const { return graph_; }
   // The work of the first node, as the cost model sees it.
   const OpCost& cost() const { return graph_.nodes.front().cost; }
-  // Median seconds of the first node's kernel alone (the executor's per-node observer).
+  // Median seconds of the first node's kernel alone (the executor's per-node observer); on a
+  // compiled device, of the whole program (there is no per-node time to observe).
   double node_seconds(const Repetition& repetition);
   // Median seconds of a whole run through the executor, dispatch included.
   double run_seconds(const Repetition& repetition);

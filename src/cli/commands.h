@@ -42,6 +42,8 @@ struct RunOptions : ModelOptions {
 
 struct CalibrateOptions {
   std::string output = "tandem-profile.json";
+  std::string backend = "cpu";  // cpu or pjrt
+  std::string plugin;           // pjrt: the plugin; empty = $TANDEM_PJRT_PLUGIN
   int threads = 0;
   bool quick = false;  // small sizes, short repetitions: a few seconds
   bool json = false;

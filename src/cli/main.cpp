@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <new>
 
+#include "cli/backends.h"
 #include "cli/commands.h"
 #include "ir/error.h"
 
@@ -22,6 +23,7 @@ void add_model_options(CLI::App& verb, ModelOptions& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  install_backend_checks();
   CLI::App app{
       "tandem: runs deep-learning models across CPUs, GPUs and TPUs, and says how fast beforehand"};
   app.require_subcommand(1);
@@ -67,11 +69,18 @@ int main(int argc, char** argv) {
 
   CalibrateOptions calibrate;
   CLI::App* calibrate_verb = app.add_subcommand(
-      "calibrate", "measure the local CPU with micro-benchmarks and write a calibration profile");
+      "calibrate",
+      "measure the local CPU (or a PJRT device) with micro-benchmarks and write a calibration "
+      "profile");
   calibrate_verb->add_option("-o,--output", calibrate.output, "profile to write")
       ->capture_default_str();
   calibrate_verb->add_option("--threads", calibrate.threads, "CPU threads (default: all cores)")
       ->check(CLI::Range(1, 1024));
+  calibrate_verb->add_option("--backend", calibrate.backend, "cpu, or pjrt for a PJRT device")
+      ->check(CLI::IsMember({"cpu", "pjrt"}))
+      ->capture_default_str();
+  calibrate_verb->add_option("--plugin", calibrate.plugin,
+                             "--backend pjrt: the plugin (default: $TANDEM_PJRT_PLUGIN)");
   calibrate_verb->add_flag("--quick", calibrate.quick, "small sizes, short runs (a few seconds)");
   calibrate_verb->add_flag("--json", calibrate.json, "print JSON instead of a table");
   calibrate_verb->add_option("--model", calibrate.models,

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "backends/cpu/cpu_device.h"
+#include "cli/backends.h"
 #include "cost/cost_model.h"
 #include "ir/error.h"
 #include "ir/fuse.h"
@@ -27,26 +27,6 @@ int64_t batch_of(const Graph& graph) {
   return graph.inputs.empty() || graph.values[graph.inputs[0]].type.shape.empty()
              ? 1
              : std::max<int64_t>(graph.values[graph.inputs[0]].type.shape[0], 1);
-}
-
-// The CPU devices of the cluster, each on its own consecutive cores of this machine (`cores`
-// of its spec; 0 = all); a device of another backend has none here.
-std::vector<std::unique_ptr<cpu::CpuDevice>> make_devices(const Cluster& cluster) {
-  const std::vector<int> available = cpu::available_cores();
-  std::vector<std::unique_ptr<cpu::CpuDevice>> devices;
-  size_t next = 0;
-  for (const DeviceSpec& spec : cluster.devices) {
-    if (spec.backend != BackendKind::kCpu) {
-      devices.push_back(nullptr);
-      continue;
-    }
-    std::vector<int> cores;
-    const size_t count = spec.cores > 0 ? static_cast<size_t>(spec.cores) : available.size();
-    for (size_t i = 0; i < count && !available.empty(); ++i)
-      cores.push_back(available[next++ % available.size()]);
-    devices.push_back(std::make_unique<cpu::CpuDevice>(spec.id, cores));
-  }
-  return devices;
 }
 
 // The model bound to another batch size, for plans that split the batch: the inputs that lead
@@ -85,7 +65,7 @@ struct ClusterRun {
 };
 
 ClusterRun run_plan(const RunOptions& options, const Graph& graph, const Plan& plan,
-                    const std::vector<std::unique_ptr<cpu::CpuDevice>>& devices,
+                    const std::vector<std::unique_ptr<Device>>& devices,
                     const std::vector<Tensor>& inputs) {
   std::vector<Device*> pointers;
   for (const auto& device : devices) pointers.push_back(device.get());

@@ -32,7 +32,10 @@ const std::set<std::string, std::less<>>& tpu_op_types() {
 
 namespace {
 
-std::string tpu_refusal(const Node& node, const Graph& graph, const OpSchema& schema) {
+LoweringCheck lowering_check = nullptr;
+
+std::string compiled_refusal(const Node& node, const Graph& graph, const OpSchema& schema,
+                             bool tpu) {
   if (node.op_type == "If" || node.op_type == "Loop" || node.op_type == "Scan") {
     return "control flow (" + node.op_type + ") does not compile to a static XLA program";
   }
@@ -42,7 +45,7 @@ std::string tpu_refusal(const Node& node, const Graph& graph, const OpSchema& sc
     for (int id : *ids) {
       if (id < 0) continue;
       const Value& value = graph.values[id];
-      if (value.type.dtype == DType::kFloat64) {
+      if (tpu && value.type.dtype == DType::kFloat64) {
         return "float64 " + value.name + " (TPUs have no fp64)";
       }
       if (!is_static(value.type.shape)) {
@@ -50,10 +53,12 @@ std::string tpu_refusal(const Node& node, const Graph& graph, const OpSchema& sc
       }
     }
   }
-  return "";
+  return lowering_check ? lowering_check(node, graph) : "";
 }
 
 }  // namespace
+
+void set_lowering_check(LoweringCheck check) { lowering_check = check; }
 
 bool tpu_lowers(std::string_view op_type) { return tpu_op_types().count(op_type) > 0; }
 
@@ -61,9 +66,10 @@ std::string cannot_run_reason(const DeviceSpec& device, const Node& node, const 
   const OpSchema* schema =
       node.domain.empty() ? OpRegistry::instance().find(node.op_type) : nullptr;
   if (!schema) return "no op " + node.op_type + (node.domain.empty() ? "" : " in " + node.domain);
-  if (device.kind != DeviceKind::kTpu) return "";
-  const std::string refusal = tpu_refusal(node, graph, *schema);
-  return refusal.empty() ? "" : "TPU: " + refusal;
+  const bool tpu = device.kind == DeviceKind::kTpu;
+  if (!tpu && device.backend != BackendKind::kPjrt) return "";
+  const std::string refusal = compiled_refusal(node, graph, *schema, tpu);
+  return refusal.empty() ? "" : (tpu ? "TPU: " : "PJRT: ") + refusal;
 }
 
 }  // namespace tandem

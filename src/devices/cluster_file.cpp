@@ -234,11 +234,15 @@ class ClusterReader {
       file_.fail(backend_node, field + ".backend", "the cuda backend runs GPU devices only");
     }
     device.plugin = text("plugin");
-    if (device.backend == BackendKind::kPjrt && device.plugin.empty()) {
-      file_.fail(backend_node, field + ".plugin", "the pjrt backend needs a 'plugin' path");
-    }
     if (device.backend != BackendKind::kPjrt && !device.plugin.empty()) {
       file_.fail(node["plugin"], field + ".plugin", "only the pjrt backend takes a plugin");
+    }
+    // A relative plugin path is the cluster file's neighbour; a bare library name is left to
+    // the dynamic loader; no plugin at all means $TANDEM_PJRT_PLUGIN when the device runs.
+    if (device.plugin.find('/') != std::string::npos &&
+        std::filesystem::path(device.plugin).is_relative()) {
+      device.plugin =
+          (std::filesystem::path(file_.path()).parent_path() / device.plugin).lexically_normal();
     }
 
     if (node["cores"]) {

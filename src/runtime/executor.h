@@ -32,6 +32,8 @@ class GraphExecutor {
 
   void set_observer(NodeObserver observer) { observer_ = std::move(observer); }
   const MemoryPlan& memory_plan() const { return plan_; }
+  // Whether the graph runs as one program its device compiled.
+  bool compiled() const { return program_ != nullptr; }
 
  private:
   struct Step;

@@ -357,17 +357,16 @@ links:
       << error;
 }
 
-TEST_F(ClusterFile, ErrorPjrtWithoutPlugin) {
-  const std::string error = error_of(R"(hosts: [h]
+TEST_F(ClusterFile, PjrtPluginPathIsRelativeToTheFileOrLeftToTheEnvironment) {
+  const Cluster cluster = load_cluster(write(R"(hosts: [h]
 devices:
-  - id: tpu0
-    preset: google-tpu-v5e
-    host: h
-    backend: pjrt
-)");
-  EXPECT_NE(error.find("line 6: devices[0].plugin: the pjrt backend needs a 'plugin' path"),
-            std::string::npos)
-      << error;
+  - {id: tpu0, preset: google-tpu-v5e, host: h, backend: pjrt, plugin: plugins/libtpu.so}
+  - {id: tpu1, preset: google-tpu-v5e, host: h, backend: pjrt, plugin: libtpu.so}
+  - {id: tpu2, preset: google-tpu-v5e, host: h, backend: pjrt}
+)"));
+  EXPECT_EQ(cluster.devices[0].plugin, (directory_ / "plugins" / "libtpu.so").string());
+  EXPECT_EQ(cluster.devices[1].plugin, "libtpu.so");
+  EXPECT_EQ(cluster.devices[2].plugin, "");
 }
 
 TEST_F(ClusterFile, ErrorBackendDoesNotFitKind) {

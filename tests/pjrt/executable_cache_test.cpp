@@ -34,9 +34,10 @@ std::vector<float> run_negate(const PjrtClient& client, const PjrtExecutable& ex
 class ExecutableCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    directory_ = fs::temp_directory_path() /
-                 ("tandem-cache-test-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-                  "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    directory_ =
+        fs::temp_directory_path() /
+        ("tandem-cache-test-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+         "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(directory_);
   }
   void TearDown() override { fs::remove_all(directory_); }

@@ -13,13 +13,18 @@ Tensor random(DType dtype, Shape shape, uint64_t seed) {
 }
 
 TEST(Lowering, AddBroadcasts) {
-  expect_matches_cpu({"Add", {random(DType::kFloat32, {2, 3, 4}, 1),
-                              random(DType::kFloat32, {3, 1}, 2)}});
+  expect_matches_cpu(
+      {"Add", {random(DType::kFloat32, {2, 3, 4}, 1), random(DType::kFloat32, {3, 1}, 2)}});
 }
 
 TEST(Lowering, MatMulBatched) {
-  expect_matches_cpu({"MatMul", {random(DType::kFloat32, {2, 3, 5}, 1),
-                                 random(DType::kFloat32, {5, 4}, 2)}, {}, {}, 1, 1e-5, 1e-5});
+  expect_matches_cpu({"MatMul",
+                      {random(DType::kFloat32, {2, 3, 5}, 1), random(DType::kFloat32, {5, 4}, 2)},
+                      {},
+                      {},
+                      1,
+                      1e-5,
+                      1e-5});
 }
 
 TEST(Lowering, ReshapeWithConstantShape) {

@@ -16,7 +16,7 @@ PjrtDevice& cpu_plugin_device();
 
 struct OpCase {
   std::string op_type;
-  std::vector<Tensor> inputs;                            // undefined = omitted input
+  std::vector<Tensor> inputs;  // undefined = omitted input
   std::map<std::string, Attribute, std::less<>> attributes = {};
   std::vector<bool> constant = {};  // per input: a constant of the graph (shape arguments)
   int num_outputs = 1;

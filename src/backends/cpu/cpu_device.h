@@ -16,7 +16,7 @@ class CpuDevice final : public Device {
   // Pins the calling thread to the device's cores and gives its OpenMP regions (our kernels
   // and oneDNN's) one thread per core. OpenMP thread counts are per thread: call it first in
   // every thread that runs this device's kernels.
-  void bind_current_thread() const;
+  void bind_current_thread() const override;
   bool supports(const Node& node) const override;
   std::unique_ptr<Kernel> compile(const KernelSpec& spec) override;
 

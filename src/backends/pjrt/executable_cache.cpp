@@ -68,10 +68,9 @@ std::string ExecutableCache::default_directory() {
 std::shared_ptr<const PjrtExecutable> ExecutableCache::get(const PjrtClient& client,
                                                            const std::string& module) {
   // One plugin's executables are not another's: the plugin and its version are in the key.
-  const std::string identity = client.plugin().path() + "\n" +
-                               std::to_string(client.plugin().api_major()) + "." +
-                               std::to_string(client.plugin().api_minor()) + "\n" +
-                               client.platform_name() + "\n";
+  const std::string identity =
+      client.plugin().path() + "\n" + std::to_string(client.plugin().api_major()) + "." +
+      std::to_string(client.plugin().api_minor()) + "\n" + client.platform_name() + "\n";
   const std::string key_text = identity + module;
   std::lock_guard lock(mutex_);
   if (auto found = loaded_.find(key_text); found != loaded_.end()) {

@@ -1,8 +1,50 @@
 // Lowering rules: MatMul, Gemm, Conv, BatchNormalization and pooling.
+#include <algorithm>
+#include <limits>
+#include <utility>
+
 #include "backends/pjrt/lower_rules.h"
+#include "ir/ops/linalg_window.h"
 
 namespace tandem::pjrt {
 namespace {
+
+// `padding = dense<[[lo, hi], ...]> : tensor<Nx2xi64>`, one pair per dimension.
+std::string padding_attribute(std::span<const std::pair<int64_t, int64_t>> pads) {
+  std::string text = "padding = dense<[";
+  for (size_t i = 0; i < pads.size(); ++i) {
+    text += (i ? ", [" : "[") + std::to_string(pads[i].first) + ", " +
+            std::to_string(pads[i].second) + "]";
+  }
+  return text + "]> : tensor<" + std::to_string(pads.size()) + "x2xi64>";
+}
+
+// Half-precision sums and normalizations run in float32, as the CPU kernels compute in wider
+// types.
+DType compute_type(DType dtype) {
+  return dtype == DType::kFloat16 || dtype == DType::kBFloat16 ? DType::kFloat32 : dtype;
+}
+
+// `value` broadcast along axis 1 (channels) of `shape`.
+HloValue per_channel(HloBuilder& b, const HloValue& value, const Shape& shape) {
+  const int64_t channel_axis[] = {1};
+  return b.broadcast_in_dim(value, shape, channel_axis);
+}
+
+// The window of a Conv or pool over `x`'s spatial axes, as shape inference resolved it.
+WindowGeometry window_of(const Node& node, const Shape& x, const std::vector<int64_t>& kernel,
+                         bool ceil_mode) {
+  return resolve_window(node, std::vector<int64_t>(x.begin() + 2, x.end()), kernel, ceil_mode);
+}
+
+// End padding that makes the windows of `g` produce exactly `output` positions on `axis`:
+// ceil_mode may need more than the pads give. Never negative: where the last window stops short
+// of the end (a stride past the window), the unread tail changes nothing.
+int64_t end_padding(const WindowGeometry& g, size_t axis, int64_t input, int64_t output) {
+  const int64_t needed =
+      (output - 1) * g.strides[axis] + g.extent(axis) - input - g.pads_begin[axis];
+  return std::max<int64_t>(needed, 0);
+}
 
 // ONNX MatMul (numpy matmul): batch dims broadcast, 1-D operands promoted and squeezed back.
 void lower_matmul(LowerContext& context, const Node& node) {
@@ -28,10 +70,8 @@ void lower_matmul(LowerContext& context, const Node& node) {
   result_shape.insert(result_shape.end(), {m, n});
   a = b.broadcast_to(a, a_shape);
   w = b.broadcast_to(w, w_shape);
-  std::vector<int64_t> batch_dims;
-  for (size_t i = 0; i < batch.size(); ++i) batch_dims.push_back(static_cast<int64_t>(i));
   std::string dims;
-  for (size_t i = 0; i < batch_dims.size(); ++i) dims += (i ? ", " : "") + std::to_string(i);
+  for (size_t i = 0; i < batch.size(); ++i) dims += (i ? ", " : "") + std::to_string(i);
   const int64_t r = static_cast<int64_t>(batch.size());
   const HloValue product = b.op(
       "dot_general", {a, w}, out.dtype, result_shape,
@@ -41,8 +81,212 @@ void lower_matmul(LowerContext& context, const Node& node) {
   context.set_output(node, 0, apply_fused_activation(b, node, b.reshape(product, out.shape)));
 }
 
+// `value` times `factor`; integers are scaled in float64 and truncated, as the CPU kernel does.
+HloValue scaled(HloBuilder& b, const HloValue& value, double factor) {
+  if (factor == 1) return value;
+  if (is_floating(value.dtype)) {
+    return b.binary("multiply", value, b.splat(value.dtype, value.shape, factor));
+  }
+  const HloValue wide = b.convert(value, DType::kFloat64);
+  return b.convert(b.binary("multiply", wide, b.splat(DType::kFloat64, wide.shape, factor)),
+                   value.dtype);
+}
+
+// Y = alpha * A' B' + beta * C, A' and B' transposed as transA and transB say.
+void lower_gemm(LowerContext& context, const Node& node) {
+  HloBuilder& b = context.builder();
+  const HloValue a = context.input(node, 0);
+  const HloValue w = context.input(node, 1);
+  const TensorType& out = context.output_type(node, 0);
+  const int64_t a_contracting = node.attr_int("transA", 0) ? 0 : 1;
+  const int64_t w_contracting = node.attr_int("transB", 0) ? 1 : 0;
+  HloValue y = b.op("dot_general", {a, w}, out.dtype, out.shape,
+                    "dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [" +
+                        std::to_string(a_contracting) + "], rhs_contracting_dimensions = [" +
+                        std::to_string(w_contracting) + "]>");
+  y = scaled(b, y, node.attr_float("alpha", 1));
+  const double beta = node.attr_float("beta", 1);
+  if (context.has_input(node, 2) && beta != 0) {
+    const HloValue c = b.broadcast_to(context.input(node, 2), out.shape);
+    y = b.binary("add", y, scaled(b, c, beta));
+  }
+  context.set_output(node, 0, apply_fused_activation(b, node, y));
+}
+
+// Conv (1 to 3 spatial axes, groups, any padding) + bias + Tandem's fused residual (input 3,
+// added before the activation) + fused activation.
+void lower_conv(LowerContext& context, const Node& node) {
+  HloBuilder& b = context.builder();
+  const HloValue x = context.input(node, 0);
+  const HloValue w = context.input(node, 1);
+  const TensorType& out = context.output_type(node, 0);
+  const WindowGeometry g =
+      window_of(node, x.shape, std::vector<int64_t>(w.shape.begin() + 2, w.shape.end()), false);
+  std::string spatial;
+  std::vector<std::pair<int64_t, int64_t>> pads;
+  for (size_t i = 0; i < g.kernel.size(); ++i) {
+    spatial += ", " + std::to_string(i);
+    pads.emplace_back(g.pads_begin[i], g.pads_end[i]);
+  }
+  const std::vector<int64_t> ones(g.kernel.size(), 1);
+  HloValue y = b.op("convolution", {x, w}, out.dtype, out.shape,
+                    "dimension_numbers = #stablehlo.conv<[b, f" + spatial + "]x[o, i" + spatial +
+                        "]->[b, f" + spatial + "]>, window_strides = " + i64_array(g.strides) +
+                        ", " + padding_attribute(pads) + ", lhs_dilation = " + i64_array(ones) +
+                        ", rhs_dilation = " + i64_array(g.dilations) +
+                        ", feature_group_count = " + std::to_string(node.attr_int("group", 1)) +
+                        " : i64, batch_group_count = 1 : i64");
+  if (context.has_input(node, 2)) {
+    y = b.binary("add", y, per_channel(b, context.input(node, 2), out.shape));
+  }
+  if (context.has_input(node, 3)) y = b.binary("add", y, context.input(node, 3));
+  context.set_output(node, 0, apply_fused_activation(b, node, y));
+}
+
+// Inference: y = x * a + (bias - mean * a), a = scale / sqrt(var + epsilon), per channel.
+void lower_batch_norm(LowerContext& context, const Node& node) {
+  if (node.attr_int("training_mode", 0) != 0) {
+    throw LoweringRefused("BatchNormalization in training mode");
+  }
+  HloBuilder& b = context.builder();
+  const TensorType& out = context.output_type(node, 0);
+  const DType type = compute_type(out.dtype);
+  const auto channel_input = [&](size_t i) { return b.convert(context.input(node, i), type); };
+  const HloValue scale = channel_input(1), bias = channel_input(2), mean = channel_input(3),
+                 variance = channel_input(4);
+  const HloValue epsilon = b.splat(type, variance.shape, node.attr_float("epsilon", 1e-5f));
+  const HloValue factor =
+      b.binary("multiply", scale, b.unary("rsqrt", b.binary("add", variance, epsilon)));
+  const HloValue shift = b.binary("subtract", bias, b.binary("multiply", mean, factor));
+  const HloValue x = b.convert(context.input(node, 0), type);
+  const HloValue y = b.binary("add", b.binary("multiply", x, per_channel(b, factor, x.shape)),
+                              per_channel(b, shift, x.shape));
+  context.set_output(node, 0, b.convert(y, out.dtype));
+  // Without training the running statistics pass through unchanged.
+  context.set_output(node, 1, context.input(node, 3));
+  context.set_output(node, 2, context.input(node, 4));
+}
+
+struct PoolWindow {
+  WindowGeometry geometry;
+  std::string attributes;  // reduce_window's window and padding attributes
+};
+
+// The reduce_window attributes of a MaxPool or AveragePool: batch and channel axes untouched,
+// end padding stretched where ceil_mode adds a last window.
+PoolWindow pool_window(const Node& node, const Shape& x, const Shape& y) {
+  PoolWindow window;
+  window.geometry =
+      window_of(node, x, node.attr_ints("kernel_shape"), node.attr_int("ceil_mode", 0) != 0);
+  const WindowGeometry& g = window.geometry;
+  std::vector<int64_t> dims{1, 1}, strides{1, 1}, dilations{1, 1};
+  std::vector<std::pair<int64_t, int64_t>> pads{{0, 0}, {0, 0}};
+  for (size_t i = 0; i < g.kernel.size(); ++i) {
+    dims.push_back(g.kernel[i]);
+    strides.push_back(g.strides[i]);
+    dilations.push_back(g.dilations[i]);
+    pads.emplace_back(g.pads_begin[i], end_padding(g, i, x[i + 2], y[i + 2]));
+  }
+  const std::vector<int64_t> base_dilations(x.size(), 1);
+  window.attributes =
+      "window_dimensions = " + i64_array(dims) + ", window_strides = " + i64_array(strides) +
+      ", base_dilations = " + i64_array(base_dilations) +
+      ", window_dilations = " + i64_array(dilations) + ", " + padding_attribute(pads);
+  return window;
+}
+
+HloValue reduce_window(HloBuilder& b, const HloValue& x, const Shape& shape,
+                       const PoolWindow& window, std::string_view body_op, double init) {
+  const HloValue operands[] = {x, b.scalar(x.dtype, init)};
+  return b.op("reduce_window", operands, x.dtype, shape, window.attributes,
+              b.binary_region(body_op, x.dtype));
+}
+
+void lower_max_pool(LowerContext& context, const Node& node) {
+  if (context.has_output(node, 1)) throw LoweringRefused("MaxPool's Indices output");
+  HloBuilder& b = context.builder();
+  const HloValue x = context.input(node, 0);
+  const TensorType& out = context.output_type(node, 0);
+  // Padding holds the reduction's start value, which no element may lose to.
+  const double lowest = x.dtype == DType::kInt8    ? std::numeric_limits<int8_t>::lowest()
+                        : x.dtype == DType::kUInt8 ? 0
+                                                   : -std::numeric_limits<double>::infinity();
+  context.set_output(
+      node, 0,
+      reduce_window(b, x, out.shape, pool_window(node, x.shape, out.shape), "maximum", lowest));
+}
+
+// How many of the window's taps at each output position of `axis` count for the average: those
+// on the input, or with count_include_pad those on the explicitly padded input.
+std::vector<float> window_counts(const WindowGeometry& g, size_t axis, int64_t input,
+                                 int64_t output, bool include_pad) {
+  const int64_t first = include_pad ? -g.pads_begin[axis] : 0;
+  const int64_t end = include_pad ? input + g.pads_end[axis] : input;
+  std::vector<float> counts;
+  for (int64_t o = 0; o < output; ++o) {
+    int64_t count = 0;
+    for (int64_t k = 0; k < g.kernel[axis]; ++k) {
+      const int64_t position = o * g.strides[axis] - g.pads_begin[axis] + k * g.dilations[axis];
+      count += position >= first && position < end;
+    }
+    // A window with no counted tap sums nothing: 0, as the CPU kernel gives.
+    counts.push_back(static_cast<float>(std::max<int64_t>(count, 1)));
+  }
+  return counts;
+}
+
+void lower_average_pool(LowerContext& context, const Node& node) {
+  HloBuilder& b = context.builder();
+  const TensorType& out = context.output_type(node, 0);
+  const DType type = compute_type(out.dtype);
+  const HloValue x = b.convert(context.input(node, 0), type);
+  const PoolWindow window = pool_window(node, x.shape, out.shape);
+  HloValue y = reduce_window(b, x, out.shape, window, "add", 0);
+  // The divisor is a product of per-axis counts, known at compile time.
+  const bool include_pad = node.attr_int("count_include_pad", 0) != 0;
+  for (size_t i = 0; i < window.geometry.kernel.size(); ++i) {
+    const int64_t size = out.shape[i + 2];
+    const Tensor counts =
+        Tensor::from_vector(DType::kFloat32, {size},
+                            window_counts(window.geometry, i, x.shape[i + 2], size, include_pad));
+    const int64_t axis[] = {static_cast<int64_t>(i + 2)};
+    const HloValue divisor =
+        b.broadcast_in_dim(b.convert(b.constant(counts), type), out.shape, axis);
+    y = b.binary("divide", y, divisor);
+  }
+  context.set_output(node, 0, b.convert(y, out.dtype));
+}
+
+// GlobalAveragePool and GlobalMaxPool: every spatial axis reduced to size 1.
+template <bool kAverage>
+void lower_global_pool(LowerContext& context, const Node& node) {
+  HloBuilder& b = context.builder();
+  const TensorType& out = context.output_type(node, 0);
+  const HloValue x = b.convert(context.input(node, 0), compute_type(out.dtype));
+  std::vector<int64_t> spatial_axes;
+  int64_t count = 1;
+  for (size_t i = 2; i < x.shape.size(); ++i) {
+    spatial_axes.push_back(static_cast<int64_t>(i));
+    count *= x.shape[i];
+  }
+  HloValue y = kAverage
+                   ? b.reduce(x, spatial_axes, "add", 0)
+                   : b.reduce(x, spatial_axes, "maximum", -std::numeric_limits<double>::infinity());
+  if (kAverage) y = b.binary("divide", y, b.splat(y.dtype, y.shape, static_cast<double>(count)));
+  context.set_output(node, 0, b.convert(b.reshape(y, out.shape), out.dtype));
+}
+
 }  // namespace
 
-void add_linalg_rules(RuleTable& rules) { rules["MatMul"] = lower_matmul; }
+void add_linalg_rules(RuleTable& rules) {
+  rules["MatMul"] = lower_matmul;
+  rules["Gemm"] = lower_gemm;
+  rules["Conv"] = lower_conv;
+  rules["BatchNormalization"] = lower_batch_norm;
+  rules["MaxPool"] = lower_max_pool;
+  rules["AveragePool"] = lower_average_pool;
+  rules["GlobalAveragePool"] = lower_global_pool<true>;
+  rules["GlobalMaxPool"] = lower_global_pool<false>;
+}
 
 }  // namespace tandem::pjrt

@@ -1,19 +1,335 @@
-// Lowering rules: static data movement (Reshape, Transpose, Concat, Slice, Gather, ...).
+// Lowering rules: static data movement (Reshape, Transpose, Concat, Slice, Gather, Pad, ...)
+// and the ops that make constants (Shape, Size, Constant, ConstantOfShape).
+#include <algorithm>
+#include <numeric>
+
 #include "backends/pjrt/lower_rules.h"
+#include "ir/ops/tensor_layout.h"
 
 namespace tandem::pjrt {
 namespace {
 
+int64_t rank_of(const HloValue& value) { return static_cast<int64_t>(value.shape.size()); }
+
+// stablehlo.slice: elements start, start + stride, ... below limit, per axis.
+HloValue slice(HloBuilder& b, const HloValue& x, std::span<const int64_t> starts,
+               std::span<const int64_t> limits, std::span<const int64_t> strides) {
+  Shape shape;
+  for (size_t d = 0; d < starts.size(); ++d) {
+    shape.push_back((limits[d] - starts[d] + strides[d] - 1) / strides[d]);
+  }
+  if (shape == x.shape) return x;
+  return b.op("slice", {x}, x.dtype, shape,
+              "start_indices = " + i64_array(starts) + ", limit_indices = " + i64_array(limits) +
+                  ", strides = " + i64_array(strides));
+}
+
+// Elements [start, limit) of one axis.
+HloValue slice_axis(HloBuilder& b, const HloValue& x, int64_t axis, int64_t start, int64_t limit) {
+  std::vector<int64_t> starts(x.shape.size(), 0), limits = x.shape, strides(x.shape.size(), 1);
+  starts[axis] = start;
+  limits[axis] = limit;
+  return slice(b, x, starts, limits, strides);
+}
+
+HloValue reverse(HloBuilder& b, const HloValue& x, std::span<const int64_t> axes) {
+  return b.op("reverse", {x}, x.dtype, x.shape, "dimensions = " + i64_array(axes));
+}
+
+HloValue concatenate(HloBuilder& b, std::span<const HloValue> parts, int64_t axis) {
+  if (parts.size() == 1) return parts[0];
+  Shape shape = parts[0].shape;
+  shape[axis] = 0;
+  for (const HloValue& part : parts) shape[axis] += part.shape[axis];
+  return b.op("concatenate", parts, parts[0].dtype, shape,
+              "dimension = " + std::to_string(axis) + " : i64");
+}
+
+// Reshape, Flatten, Squeeze and Unsqueeze only rename dims: the output shape says it all.
 void lower_reshape(LowerContext& context, const Node& node) {
+  context.set_output(
+      node, 0,
+      context.builder().reshape(context.input(node, 0), context.output_type(node, 0).shape));
+}
+
+void lower_transpose(LowerContext& context, const Node& node) {
+  const HloValue x = context.input(node, 0);
+  std::vector<int64_t> perm(x.shape.size());
+  std::iota(perm.rbegin(), perm.rend(), 0);
+  if (node.has("perm")) perm = node.attr_ints("perm");
+  context.set_output(node, 0, context.builder().transpose(x, perm));
+}
+
+void lower_concat(LowerContext& context, const Node& node) {
+  std::vector<HloValue> parts;
+  for (size_t i = 0; i < node.inputs.size(); ++i) parts.push_back(context.input(node, i));
+  const int64_t axis = normalize_axis(node.attr_int("axis", 0), rank_of(parts[0]));
+  context.set_output(node, 0, concatenate(context.builder(), parts, axis));
+}
+
+void lower_split(LowerContext& context, const Node& node) {
+  const HloValue x = context.input(node, 0);
+  const int64_t axis = normalize_axis(node.attr_int("axis", 0), rank_of(x));
+  const auto count = static_cast<int64_t>(node.outputs.size());
+  std::vector<int64_t> sizes;
+  if (context.has_input(node, 1)) {
+    sizes = context.constant_ints(node, 1);
+  } else {
+    // Chunks of ceil(dim / n), the last one smaller (opset 18's num_outputs; exact otherwise).
+    const int64_t chunk = (x.shape[axis] + count - 1) / count;
+    sizes.assign(static_cast<size_t>(count), chunk);
+    sizes.back() = x.shape[axis] - chunk * (count - 1);
+  }
+  int64_t offset = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (context.has_output(node, i)) {
+      context.set_output(node, i,
+                         slice_axis(context.builder(), x, axis, offset, offset + sizes[i]));
+    }
+    offset += sizes[i];
+  }
+}
+
+// Slice with constant starts, ends, axes and steps. Axes with negative steps are reversed
+// first, so that one stablehlo.slice with positive strides takes every axis.
+void lower_slice(LowerContext& context, const Node& node) {
+  HloBuilder& b = context.builder();
+  HloValue x = context.input(node, 0);
+  const std::vector<int64_t> starts = context.constant_ints(node, 1);
+  const std::vector<int64_t> ends = context.constant_ints(node, 2);
+  std::vector<int64_t> axes(starts.size());
+  std::iota(axes.begin(), axes.end(), 0);
+  if (context.has_input(node, 3)) axes = context.constant_ints(node, 3);
+  std::vector<int64_t> steps(starts.size(), 1);
+  if (context.has_input(node, 4)) steps = context.constant_ints(node, 4);
+
+  const size_t rank = x.shape.size();
+  std::vector<int64_t> begin(rank, 0), limit = x.shape, stride(rank, 1), reversed;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t axis = normalize_axis(axes[i], static_cast<int64_t>(rank));
+    const int64_t dim = x.shape[axis];
+    const SliceRange range = slice_range(starts[i], ends[i], steps[i], dim);
+    if (range.count == 0) {
+      begin[axis] = limit[axis] = 0;
+      continue;
+    }
+    // A range of one element needs no stride (and a huge step must not overflow).
+    const int64_t step = range.count == 1 ? 1 : range.step;
+    if (step < 0) reversed.push_back(axis);
+    begin[axis] = step < 0 ? dim - 1 - range.start : range.start;
+    stride[axis] = step < 0 ? -step : step;
+    limit[axis] = begin[axis] + (range.count - 1) * stride[axis] + 1;
+  }
+  if (!reversed.empty()) {
+    std::sort(reversed.begin(), reversed.end());
+    x = reverse(b, x, reversed);
+  }
+  context.set_output(node, 0, slice(b, x, begin, limit, stride));
+}
+
+// Gather along one axis with stablehlo.gather; negative indices count from the end.
+void lower_gather(LowerContext& context, const Node& node) {
+  HloBuilder& b = context.builder();
+  const HloValue data = context.input(node, 0);
+  HloValue indices = context.input(node, 1);
+  const int64_t rank = rank_of(data);
+  const int64_t axis = normalize_axis(node.attr_int("axis", 0), rank);
+  const int64_t index_rank = rank_of(indices);
+  const HloValue zero = b.splat(indices.dtype, indices.shape, 0);
+  const HloValue dim = b.splat(indices.dtype, indices.shape, static_cast<double>(data.shape[axis]));
+  indices = b.select(b.compare("LT", indices, zero), b.binary("add", indices, dim), indices);
+
+  // The output is data dims before the axis, then the index dims, then data dims after it.
+  std::string offset_dims;
+  for (int64_t d = 0; d < rank - 1; ++d) {
+    offset_dims += (d ? ", " : "") + std::to_string(d < axis ? d : d + index_rank);
+  }
+  Shape slice_sizes = data.shape;
+  slice_sizes[axis] = 1;
+  const std::string attributes =
+      "dimension_numbers = #stablehlo.gather<offset_dims = [" + offset_dims +
+      "], collapsed_slice_dims = [" + std::to_string(axis) + "], start_index_map = [" +
+      std::to_string(axis) + "], index_vector_dim = " + std::to_string(index_rank) +
+      ">, indices_are_sorted = false, slice_sizes = " + i64_array(slice_sizes);
+  const TensorType& out = context.output_type(node, 0);
+  context.set_output(node, 0, b.op("gather", {data, indices}, data.dtype, out.shape, attributes));
+}
+
+// Expand broadcasts both ways (the shape may be smaller than the input): the inferred output
+// shape is the numpy broadcast of the two.
+void lower_expand(LowerContext& context, const Node& node) {
+  context.set_output(
+      node, 0,
+      context.builder().broadcast_to(context.input(node, 0), context.output_type(node, 0).shape));
+}
+
+// Tile as a broadcast to [r0, d0, r1, d1, ...], which reshaped is the tiled tensor.
+void lower_tile(LowerContext& context, const Node& node) {
+  HloBuilder& b = context.builder();
+  const HloValue x = context.input(node, 0);
+  const std::vector<int64_t> repeats = context.constant_ints(node, 1);
+  Shape interleaved;
+  std::vector<int64_t> dims;
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    interleaved.insert(interleaved.end(), {repeats[d], x.shape[d]});
+    dims.push_back(static_cast<int64_t>(2 * d + 1));
+  }
+  context.set_output(
+      node, 0,
+      b.reshape(b.broadcast_in_dim(x, interleaved, dims), context.output_type(node, 0).shape));
+}
+
+// The border of one axis that edge, reflect or wrap padding adds before and after `x`.
+HloValue pad_axis(HloBuilder& b, const HloValue& x, int64_t axis, int64_t before, int64_t after,
+                  const std::string& mode) {
+  const int64_t length = x.shape[axis];
+  std::vector<HloValue> parts;
+  const auto edge = [&](int64_t at, int64_t count) {
+    Shape shape = x.shape;
+    shape[axis] = count;
+    std::vector<int64_t> dims(x.shape.size());
+    std::iota(dims.begin(), dims.end(), 0);
+    return b.broadcast_in_dim(slice_axis(b, x, axis, at, at + 1), shape, dims);
+  };
+  const int64_t axes[] = {axis};
+  if (mode == "edge") {
+    if (before > 0) parts.push_back(edge(0, before));
+    parts.push_back(x);
+    if (after > 0) parts.push_back(edge(length - 1, after));
+  } else if (mode == "reflect") {
+    // Mirrors without repeating the edge element.
+    if (before >= length || after >= length) {
+      throw LoweringRefused("reflect pads as large as the (cropped) dim");
+    }
+    if (before > 0) parts.push_back(reverse(b, slice_axis(b, x, axis, 1, before + 1), axes));
+    parts.push_back(x);
+    if (after > 0) {
+      parts.push_back(reverse(b, slice_axis(b, x, axis, length - 1 - after, length - 1), axes));
+    }
+  } else {
+    if (before > length || after > length) throw LoweringRefused("wrap pads larger than the dim");
+    if (before > 0) parts.push_back(slice_axis(b, x, axis, length - before, length));
+    parts.push_back(x);
+    if (after > 0) parts.push_back(slice_axis(b, x, axis, 0, after));
+  }
+  return concatenate(b, parts, axis);
+}
+
+void lower_pad(LowerContext& context, const Node& node) {
+  HloBuilder& b = context.builder();
+  HloValue x = context.input(node, 0);
+  const size_t rank = x.shape.size();
+  const std::vector<int64_t> axes =
+      context.has_input(node, 3) ? context.constant_ints(node, 3) : std::vector<int64_t>{};
+  const std::vector<int64_t> amounts = pads_per_axis(rank, context.constant_ints(node, 1), axes);
+  const std::vector<int64_t> low(amounts.begin(), amounts.begin() + rank);
+  const std::vector<int64_t> high(amounts.begin() + rank, amounts.end());
+  const std::string mode = node.attr_string("mode", "constant");
+  if (mode == "constant") {
+    // stablehlo.pad crops with negative amounts.
+    const HloValue value =
+        context.has_input(node, 2) ? b.reshape(context.input(node, 2), {}) : b.scalar(x.dtype, 0);
+    const HloValue operands[] = {x, value};
+    const std::vector<int64_t> interior(rank, 0);
+    context.set_output(node, 0,
+                       b.op("pad", operands, x.dtype, context.output_type(node, 0).shape,
+                            "edge_padding_low = " + i64_array(low) + ", edge_padding_high = " +
+                                i64_array(high) + ", interior_padding = " + i64_array(interior)));
+    return;
+  }
+  if (mode != "edge" && mode != "reflect" && mode != "wrap") {
+    throw LoweringRefused("Pad mode " + mode);
+  }
+  // Crop first (negative pads), then pad what remains, one axis at a time, as the CPU does.
+  std::vector<int64_t> begin(rank), limit(rank), stride(rank, 1);
+  for (size_t d = 0; d < rank; ++d) {
+    begin[d] = std::max<int64_t>(0, -low[d]);
+    limit[d] = x.shape[d] - std::max<int64_t>(0, -high[d]);
+  }
+  x = slice(b, x, begin, limit, stride);
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t before = std::max<int64_t>(0, low[d]), after = std::max<int64_t>(0, high[d]);
+    if (before == 0 && after == 0) continue;
+    if (x.shape[d] <= 0) throw LoweringRefused("padding an axis that cropping emptied");
+    x = pad_axis(b, x, static_cast<int64_t>(d), before, after, mode);
+  }
+  context.set_output(node, 0, x);
+}
+
+void lower_shape(LowerContext& context, const Node& node) {
+  const Shape& input = context.input_type(node, 0).shape;
+  const auto rank = static_cast<int64_t>(input.size());
+  const auto clamp_to_rank = [rank](int64_t axis) {
+    return std::clamp<int64_t>(axis < 0 ? axis + rank : axis, 0, rank);
+  };
+  int64_t start = 0, end = rank;
+  if (context.graph().opset >= 15) {
+    start = clamp_to_rank(node.attr_int("start", 0));
+    end = clamp_to_rank(node.attr_int("end", rank));
+  }
+  const std::vector<int64_t> dims(input.begin() + start, input.begin() + std::max(start, end));
   context.set_output(node, 0,
-                     context.builder().reshape(context.input(node, 0),
-                                               context.output_type(node, 0).shape));
+                     context.builder().constant(Tensor::from_vector(
+                         DType::kInt64, {static_cast<int64_t>(dims.size())}, dims)));
+}
+
+void lower_size(LowerContext& context, const Node& node) {
+  const int64_t count = numel(context.input_type(node, 0).shape);
+  context.set_output(node, 0,
+                     context.builder().constant(
+                         Tensor::from_vector(DType::kInt64, {}, std::vector<int64_t>{count})));
+}
+
+// The tensor a Constant node holds, from whichever attribute carries it.
+Tensor constant_attribute(const Node& node) {
+  if (const Tensor* value = node.attr_tensor("value")) return *value;
+  if (node.has("value_float")) {
+    return Tensor::from_vector(DType::kFloat32, {},
+                               std::vector<float>{node.attr_float("value_float", 0)});
+  }
+  if (node.has("value_floats")) {
+    const std::vector<float> values = node.attr_floats("value_floats");
+    return Tensor::from_vector(DType::kFloat32, {static_cast<int64_t>(values.size())}, values);
+  }
+  if (node.has("value_int")) {
+    return Tensor::from_vector(DType::kInt64, {},
+                               std::vector<int64_t>{node.attr_int("value_int", 0)});
+  }
+  if (node.has("value_ints")) {
+    const std::vector<int64_t> values = node.attr_ints("value_ints");
+    return Tensor::from_vector(DType::kInt64, {static_cast<int64_t>(values.size())}, values);
+  }
+  throw LoweringRefused("Constant without a numeric value attribute");
+}
+
+void lower_constant(LowerContext& context, const Node& node) {
+  context.set_output(node, 0, context.builder().constant(constant_attribute(node)));
+}
+
+void lower_constant_of_shape(LowerContext& context, const Node& node) {
+  HloBuilder& b = context.builder();
+  const Tensor* fill = node.attr_tensor("value");
+  const Tensor value = fill ? fill->reshaped({}) : Tensor::zeros(DType::kFloat32, {});
+  context.set_output(node, 0,
+                     b.broadcast_in_dim(b.constant(value), context.output_type(node, 0).shape, {}));
 }
 
 }  // namespace
 
 void add_tensor_rules(RuleTable& rules) {
   for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}) rules[op] = lower_reshape;
+  rules["Transpose"] = lower_transpose;
+  rules["Concat"] = lower_concat;
+  rules["Split"] = lower_split;
+  rules["Slice"] = lower_slice;
+  rules["Gather"] = lower_gather;
+  rules["Expand"] = lower_expand;
+  rules["Tile"] = lower_tile;
+  rules["Pad"] = lower_pad;
+  rules["Shape"] = lower_shape;
+  rules["Size"] = lower_size;
+  rules["Constant"] = lower_constant;
+  rules["ConstantOfShape"] = lower_constant_of_shape;
 }
 
 }  // namespace tandem::pjrt

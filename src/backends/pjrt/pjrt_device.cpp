@@ -34,7 +34,8 @@ class PjrtProgram : public GraphProgram {
       const Value& value = graph.values[static_cast<size_t>(lowered.parameters[i])];
       weights_.push_back(upload(session.client, value.constant, device));
     }
-    for (int id : graph.outputs) output_types_.push_back(graph.values[static_cast<size_t>(id)].type);
+    for (int id : graph.outputs)
+      output_types_.push_back(graph.values[static_cast<size_t>(id)].type);
   }
 
   std::vector<Tensor> run(std::span<const Tensor> inputs) override {
@@ -68,7 +69,9 @@ class PjrtKernel : public Kernel {
  public:
   PjrtKernel(std::unique_ptr<Graph> graph, std::unique_ptr<GraphProgram> program,
              std::vector<int> fed_inputs)
-      : graph_(std::move(graph)), program_(std::move(program)), fed_inputs_(std::move(fed_inputs)) {}
+      : graph_(std::move(graph)),
+        program_(std::move(program)),
+        fed_inputs_(std::move(fed_inputs)) {}
 
   void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override {
     std::vector<Tensor> fed;

@@ -35,6 +35,7 @@ class PjrtDevice : public Device {
   // One node as a program of its own (op tests, calibration, eager fallbacks).
   std::unique_ptr<Kernel> compile(const KernelSpec& spec) override;
   std::unique_ptr<GraphProgram> compile_graph(const Graph& graph) override;
+  bool compiled() const override { return true; }
 
   PjrtSession& session() const { return *session_; }
   size_t device_index() const { return device_; }

@@ -106,8 +106,7 @@ HloValue HloBuilder::op(std::string_view name, std::span<const HloValue> operand
 std::vector<HloValue> HloBuilder::op_results(std::string_view name,
                                              std::span<const HloValue> operands,
                                              std::span<const TensorType> results,
-                                             std::string_view attributes,
-                                             std::string_view region) {
+                                             std::string_view attributes, std::string_view region) {
   const std::string id = fresh();
   std::vector<HloValue> values;
   std::string result_types;
@@ -151,9 +150,9 @@ HloValue HloBuilder::constant(const Tensor& tensor) {
 HloValue HloBuilder::splat(DType dtype, const Shape& shape, double value) {
   const std::string type = tensor_type(dtype, shape);
   const std::string literal =
-      dtype == DType::kBool ? (value != 0 ? "true" : "false")
-                            : "\"" + hex(element_bytes(dtype, value).data(), dtype_size(dtype)) +
-                                  "\"";
+      dtype == DType::kBool
+          ? (value != 0 ? "true" : "false")
+          : "\"" + hex(element_bytes(dtype, value).data(), dtype_size(dtype)) + "\"";
   return op("constant", {}, dtype, shape, "value = dense<" + literal + "> : " + type);
 }
 
@@ -213,9 +212,9 @@ std::string HloBuilder::binary_region(std::string_view body_op, DType dtype) {
   const std::string scalar = tensor_type(dtype, {});
   const std::string a = fresh(), b = fresh(), r = fresh();
   return "({\n    ^bb0(" + a + ": " + scalar + ", " + b + ": " + scalar + "):\n      " + r +
-         " = \"stablehlo." + std::string(body_op) + "\"(" + a + ", " + b + ") : (" + scalar +
-         ", " + scalar + ") -> " + scalar + "\n      \"stablehlo.return\"(" + r + ") : (" +
-         scalar + ") -> ()\n    })";
+         " = \"stablehlo." + std::string(body_op) + "\"(" + a + ", " + b + ") : (" + scalar + ", " +
+         scalar + ") -> " + scalar + "\n      \"stablehlo.return\"(" + r + ") : (" + scalar +
+         ") -> ()\n    })";
 }
 
 HloValue HloBuilder::reduce(const HloValue& value, std::span<const int64_t> axes,

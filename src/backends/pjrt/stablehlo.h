@@ -41,8 +41,8 @@ class HloBuilder {
   }
   // One op with several results (stablehlo.reduce over two operands).
   std::vector<HloValue> op_results(std::string_view name, std::span<const HloValue> operands,
-                                   std::span<const TensorType> results,
-                                   std::string_view attributes, std::string_view region);
+                                   std::span<const TensorType> results, std::string_view attributes,
+                                   std::string_view region);
 
   // A constant holding `tensor` exactly (raw bytes in hex; bools as a list).
   HloValue constant(const Tensor& tensor);

@@ -1,0 +1,56 @@
+#include "cli/backends.h"
+
+#include <map>
+
+#include "backends/cpu/cpu_device.h"
+#include "devices/capabilities.h"
+#include "ir/error.h"
+#ifdef TANDEM_WITH_PJRT
+#include "backends/pjrt/lower.h"
+#include "backends/pjrt/pjrt_device.h"
+#endif
+
+namespace tandem::cli {
+
+std::vector<std::unique_ptr<Device>> make_devices(const Cluster& cluster) {
+  const std::vector<int> available = cpu::available_cores();
+  std::vector<std::unique_ptr<Device>> devices;
+  size_t next_core = 0;
+  std::map<std::string, size_t> next_ordinal;  // per PJRT plugin
+  for (const DeviceSpec& spec : cluster.devices) {
+    if (spec.backend == BackendKind::kCpu) {
+      std::vector<int> cores;
+      const size_t count = spec.cores > 0 ? static_cast<size_t>(spec.cores) : available.size();
+      for (size_t i = 0; i < count && !available.empty(); ++i) {
+        cores.push_back(available[next_core++ % available.size()]);
+      }
+      devices.push_back(std::make_unique<cpu::CpuDevice>(spec.id, cores));
+      continue;
+    }
+#ifdef TANDEM_WITH_PJRT
+    if (spec.backend == BackendKind::kPjrt) {
+      const std::string plugin = pjrt::plugin_path(spec.plugin);
+      auto session = pjrt::PjrtSession::open(plugin);
+      const size_t ordinal = next_ordinal[plugin]++;
+      if (ordinal >= session->client.addressable_device_count()) {
+        throw InputError(cluster.file,
+                         "device " + spec.id + ": the PJRT plugin " + plugin + " has " +
+                             std::to_string(session->client.addressable_device_count()) +
+                             " devices, fewer than the cluster declares");
+      }
+      devices.push_back(std::make_unique<pjrt::PjrtDevice>(spec.id, session, ordinal));
+      continue;
+    }
+#endif
+    devices.push_back(nullptr);
+  }
+  return devices;
+}
+
+void install_backend_checks() {
+#ifdef TANDEM_WITH_PJRT
+  set_lowering_check(&pjrt::lowering_refusal);
+#endif
+}
+
+}  // namespace tandem::cli
