@@ -1,0 +1,143 @@
+// The zoo on the PJRT CPU plugin: every static model, lowered whole to one StableHLO program,
+// matches ONNX Runtime's outputs as the CPU backend does; and every model under a hybrid plan
+// (each node on the PJRT device when it lowers, else on the CPU backend) matches the CPU
+// backend alone.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "backends/cpu/cpu_device.h"
+#include "backends/pjrt/lower.h"
+#include "cost/cost_model.h"
+#include "devices/capabilities.h"
+#include "ir/fuse.h"
+#include "onnx/importer.h"
+#include "pjrt_op_util.h"
+#include "plan/strategies.h"
+#include "runtime/executor.h"
+#include "runtime/plan_executor.h"
+#include "util/compare.h"
+#include "util/npy.h"
+#include "util/random_tensor.h"
+
+namespace tandem::pjrt::testing {
+namespace {
+
+const std::string kSource = TANDEM_SOURCE_DIR;
+
+nlohmann::json manifest() {
+  std::ifstream file(kSource + "/zoo/manifest.json");
+  return file ? nlohmann::json::parse(file) : nlohmann::json::array();
+}
+
+// A zoo model at its manifest's dims, fused as `tandem run` runs it.
+Graph load(const nlohmann::json& entry) {
+  ImportOptions options;
+  for (const auto& [name, size] : entry["dims"].items()) options.dims[name] = size.get<int64_t>();
+  ImportedModel model = import_onnx(kSource + "/zoo/" + entry["path"].get<std::string>(), options);
+  fuse_for_inference(model.graph);
+  return std::move(model.graph);
+}
+
+std::string first_refusal(const Graph& graph) {
+  for (const Node& node : graph.nodes) {
+    const std::string refusal = lowering_refusal(node, graph);
+    if (!refusal.empty()) return node.label() + ": " + refusal;
+  }
+  return "";
+}
+
+void expect_same(const std::vector<Tensor>& actual, const std::vector<Tensor>& expected) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    const Comparison comparison = compare_tensors(actual[i], expected[i]);
+    EXPECT_TRUE(comparison.matches)
+        << "output " << i << ": " << comparison.problem << " at " << comparison.worst_index << ": "
+        << comparison.actual << " vs " << comparison.expected;
+  }
+}
+
+TEST(ZooOnPjrt, EveryStaticModelMatchesOnnxRuntime) {
+  // The models whose every op lowers; the others (If, Loop, TopK, NonZero, Trilu...) are
+  // covered by the hybrid test below.
+  const std::set<std::string> static_models = {
+      "mlp", "bert", "resnet", "mobilenet", "tv_resnet18", "tv_mobilenet_v3_small", "dlrm"};
+  std::set<std::string> run;
+  for (const auto& entry : manifest()) {
+    const std::string name = entry["name"];
+    SCOPED_TRACE(name);
+    const Graph graph = load(entry);
+    const std::string refusal = first_refusal(graph);
+    if (!static_models.count(name)) continue;
+    ASSERT_EQ(refusal, "") << "a static zoo model no longer lowers whole";
+    std::vector<Tensor> inputs;
+    for (int id : graph.inputs) {
+      for (const auto& input : entry["inputs"]) {
+        if (input["name"] == graph.values[id].name) {
+          inputs.push_back(read_npy(kSource + "/zoo/" + input["file"].get<std::string>()));
+        }
+      }
+    }
+    std::vector<Tensor> expected;
+    for (const auto& output : entry["outputs"]) {
+      expected.push_back(read_npy(kSource + "/zoo/" + output["file"].get<std::string>()));
+    }
+    GraphExecutor executor(graph, cpu_plugin_device());
+    ASSERT_TRUE(executor.compiled());
+    expect_same(executor.run(inputs), expected);
+    run.insert(name);
+  }
+  EXPECT_EQ(run, static_models) << "run scripts/setup.sh to generate the zoo";
+}
+
+// cpu-pjrt.yaml: cpu0 on the CPU backend, pjrt0 on the plugin.
+struct HybridCluster {
+  HybridCluster() {
+    setenv("TANDEM_PJRT_PLUGIN", TANDEM_PJRT_CPU_PLUGIN, 1);
+    set_lowering_check(&lowering_refusal);
+  }
+  ~HybridCluster() { set_lowering_check(nullptr); }
+  Cluster cluster = load_cluster(kSource + "/examples/clusters/cpu-pjrt.yaml");
+  CostModel cost{cluster};
+  cpu::CpuDevice cpu{"cpu0"};
+  std::vector<Device*> devices() { return {&cpu, &cpu_plugin_device()}; }
+};
+
+TEST(ZooOnPjrt, HybridPlanMatchesTheCpuBackendAlone) {
+  HybridCluster hybrid;
+  ASSERT_EQ(hybrid.cluster.devices[1].backend, BackendKind::kPjrt);
+  cpu::CpuDevice reference("reference");
+  int hybrid_plans = 0;
+  for (const auto& entry : manifest()) {
+    const std::string name = entry["name"];
+    SCOPED_TRACE(name);
+    const Graph graph = load(entry);
+    std::mt19937_64 rng(7);
+    std::vector<Tensor> inputs;
+    for (int id : graph.inputs) {
+      inputs.push_back(
+          random_tensor(graph.values[id].type.dtype, graph.values[id].type.shape, rng));
+    }
+    const std::vector<Tensor> expected = GraphExecutor(graph, reference).run(inputs);
+    PlanOptions options;
+    const PlanningProblem problem(graph, hybrid.cluster, hybrid.cost, options);
+    // Every node on pjrt0 when it lowers there, else on cpu0.
+    const std::optional<Plan> plan = make_greedy_strategy({1, 0})->plan(problem);
+    ASSERT_TRUE(plan.has_value());
+    bool on_pjrt = false, on_cpu = false;
+    for (const Segment& segment : plan->segments) {
+      (segment.device == 1 ? on_pjrt : on_cpu) = true;
+    }
+    EXPECT_TRUE(on_pjrt) << "no segment on the PJRT device";
+    hybrid_plans += on_pjrt && on_cpu;
+    PlanExecutor executor(graph, *plan, hybrid.devices());
+    expect_same(executor.run(inputs), expected);
+  }
+  EXPECT_GE(hybrid_plans, 3) << "models with ops PJRT cannot run should be split across both";
+}
+
+}  // namespace
+}  // namespace tandem::pjrt::testing
