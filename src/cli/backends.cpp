@@ -1,5 +1,6 @@
 #include "cli/backends.h"
 
+#include <algorithm>
 #include <map>
 
 #include "backends/cpu/cpu_device.h"
@@ -45,6 +46,27 @@ std::vector<std::unique_ptr<Device>> make_devices(const Cluster& cluster) {
     devices.push_back(nullptr);
   }
   return devices;
+}
+
+std::vector<CompileStats> compile_stats(const std::vector<std::unique_ptr<Device>>& devices) {
+  std::vector<CompileStats> stats;
+#ifdef TANDEM_WITH_PJRT
+  std::vector<const pjrt::PjrtSession*> seen;
+  for (const auto& device : devices) {
+    const auto* pjrt_device = dynamic_cast<const pjrt::PjrtDevice*>(device.get());
+    if (!pjrt_device) continue;
+    const pjrt::PjrtSession& session = pjrt_device->session();
+    if (std::find(seen.begin(), seen.end(), &session) != seen.end()) continue;
+    seen.push_back(&session);
+    const pjrt::ExecutableCache::Stats cache = session.cache.stats();
+    stats.push_back({session.client.plugin().path(), session.cache.directory(), cache.compiles,
+                     cache.memory_hits, cache.disk_hits, cache.compile_seconds,
+                     cache.load_seconds});
+  }
+#else
+  (void)devices;
+#endif
+  return stats;
 }
 
 void install_backend_checks() {

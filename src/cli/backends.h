@@ -1,6 +1,7 @@
 #pragma once
 // The backends this build of Tandem can run, as devices for a cluster.
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backends/device.h"
@@ -12,6 +13,16 @@ namespace tandem::cli {
 // (`cores` of the spec; 0 = all), PJRT devices on their plugin's addressable devices in the
 // order they are declared; null for a backend this build or machine has none of.
 std::vector<std::unique_ptr<Device>> make_devices(const Cluster& cluster);
+
+// What the compiled backends compiled so far, per PJRT plugin: programs compiled, found in the
+// executable cache (in memory, on disk), and the time spent. Empty without compiled devices.
+struct CompileStats {
+  std::string plugin;
+  std::string cache_directory;  // empty: memory only
+  int compiles = 0, memory_hits = 0, disk_hits = 0;
+  double compile_seconds = 0, load_seconds = 0;
+};
+std::vector<CompileStats> compile_stats(const std::vector<std::unique_ptr<Device>>& devices);
 
 // Lets the planner ask the PJRT backend which nodes it lowers (where the backend is built).
 void install_backend_checks();

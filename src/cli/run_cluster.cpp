@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "cli/backends.h"
 #include "cost/cost_model.h"
@@ -62,7 +63,60 @@ struct ClusterRun {
   std::vector<double> latencies;
   PlanExecutor::RunStats stats;  // of the last timed run
   Timeline timeline;
+  double prepare_seconds = 0;  // segments extracted, kernels and programs compiled
 };
+
+std::string render_compile_stats(const ClusterRun& run, const std::vector<CompileStats>& stats) {
+  std::string text = format("prepared in %s (segments extracted, kernels and programs compiled)\n",
+                            seconds_text(run.prepare_seconds).c_str());
+  for (const CompileStats& plugin : stats) {
+    text += format(
+        "  %s: %d program(s) compiled in %s, %d loaded from the disk cache in %s, %d "
+        "reused in memory (cache: %s)\n",
+        plugin.plugin.c_str(), plugin.compiles, seconds_text(plugin.compile_seconds).c_str(),
+        plugin.disk_hits, seconds_text(plugin.load_seconds).c_str(), plugin.memory_hits,
+        plugin.cache_directory.empty() ? "memory only" : plugin.cache_directory.c_str());
+  }
+  return text;
+}
+
+nlohmann::json cluster_run_json(const ClusterRun& run, const PlanningProblem& problem,
+                                const std::vector<CompileStats>& stats) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (int d = 0; d < problem.device_count(); ++d) {
+    const auto& busy = run.stats.busy_seconds;
+    const auto& predicted = run.plan.predicted.busy_seconds;
+    devices.push_back(
+        {{"id", problem.cluster().devices[d].id},
+         {"busy_ms", d < static_cast<int>(busy.size()) ? busy[d] * 1e3 : 0.0},
+         {"predicted_busy_ms", d < static_cast<int>(predicted.size()) ? predicted[d] * 1e3 : 0.0}});
+  }
+  std::vector<double> samples;
+  for (double seconds : run.latencies) samples.push_back(seconds * 1e3);
+  std::vector<double> sorted = samples;
+  std::sort(sorted.begin(), sorted.end());
+  nlohmann::json compiled = nlohmann::json::array();
+  for (const CompileStats& plugin : stats) {
+    compiled.push_back({{"plugin", plugin.plugin},
+                        {"cache_directory", plugin.cache_directory},
+                        {"compiles", plugin.compiles},
+                        {"disk_hits", plugin.disk_hits},
+                        {"memory_hits", plugin.memory_hits},
+                        {"compile_seconds", plugin.compile_seconds},
+                        {"load_seconds", plugin.load_seconds}});
+  }
+  return {{"plan",
+           {{"strategy", run.plan.strategy},
+            {"segments", run.plan.segments.size()},
+            {"transfers", run.plan.transfers.size()},
+            {"microbatches", std::max(run.plan.microbatches, 1)}}},
+          {"prepare_seconds", run.prepare_seconds},
+          {"latency_ms",
+           {{"median", sorted.empty() ? 0.0 : sorted[sorted.size() / 2]}, {"samples", samples}}},
+          {"predicted_latency_ms", run.plan.predicted.latency_seconds * 1e3},
+          {"devices", devices},
+          {"compiled", compiled}};
+}
 
 ClusterRun run_plan(const RunOptions& options, const Graph& graph, const Plan& plan,
                     const std::vector<std::unique_ptr<Device>>& devices,
@@ -74,8 +128,11 @@ ClusterRun run_plan(const RunOptions& options, const Graph& graph, const Plan& p
   executor_options.on_worker_start = [&devices](int device) {
     devices[device]->bind_current_thread();
   };
+  const auto start = std::chrono::steady_clock::now();
   PlanExecutor executor(graph, plan, pointers, graph_for_batch(options, graph), executor_options);
   ClusterRun run;
+  run.prepare_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   run.plan = plan;
   for (int i = 0; i < options.warmup + options.iterations; ++i) {
     run.outputs = executor.run(inputs);
@@ -170,8 +227,14 @@ int run_on_cluster(const RunOptions& options, const ImportedModel& model,
     std::filesystem::create_directories(options.output_dir, error);
     if (error) throw InputError(options.output_dir, "cannot create the folder: " + error.message());
   }
+  const std::vector<CompileStats> stats = compile_stats(devices);
   std::string text = "model: " + model.path + "\ncluster: " + options.cluster + "\n" +
-                     failover_note + render_summary(run, problem);
+                     failover_note + render_summary(run, problem) +
+                     render_compile_stats(run, stats);
+  nlohmann::json json = cluster_run_json(run, problem, stats);
+  json["model"] = model.path;
+  json["cluster"] = options.cluster;
+  json["checks"] = nlohmann::json::array();
   int status = kExitOk;
   for (size_t i = 0; i < run.outputs.size(); ++i) {
     const std::string& name = graph.values[graph.outputs[i]].name;
@@ -188,10 +251,11 @@ int run_on_cluster(const RunOptions& options, const ImportedModel& model,
     if (reference == expected.end()) continue;
     const Comparison comparison = compare_tensors(run.outputs[i], reference->second);
     text += "  matches " + name + ": " + (comparison.matches ? "yes" : "NO") + "\n";
+    json["checks"].push_back({{"output", name}, {"matches", comparison.matches}});
     if (!comparison.matches) status = kExitMismatch;
   }
   if (!options.trace.empty()) text += "trace written to " + options.trace + "\n";
-  std::printf("%s", text.c_str());
+  std::printf("%s", options.json ? (json.dump(2) + "\n").c_str() : text.c_str());
   return status;
 }
 

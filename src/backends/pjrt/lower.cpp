@@ -1,5 +1,6 @@
 #include "backends/pjrt/lower.h"
 
+#include <cstring>
 #include <stdexcept>
 
 #include "backends/pjrt/lower_rules.h"
@@ -7,6 +8,33 @@
 
 namespace tandem::pjrt {
 namespace {
+
+// `tensor` with its axes reordered: output axis k is input axis permutation[k].
+Tensor permuted(const Tensor& tensor, std::span<const int64_t> permutation) {
+  const size_t rank = permutation.size();
+  Shape shape(rank);
+  for (size_t k = 0; k < rank; ++k) shape[k] = tensor.dim(permutation[k]);
+  Tensor result = Tensor::allocate(tensor.dtype(), shape);
+  const std::vector<int64_t> in_strides = contiguous_strides(tensor.shape());
+  std::vector<int64_t> strides(rank);  // input stride of each output axis
+  for (size_t k = 0; k < rank; ++k) strides[k] = in_strides[static_cast<size_t>(permutation[k])];
+  const size_t element = dtype_size(tensor.dtype());
+  const auto* in = static_cast<const std::byte*>(tensor.raw());
+  auto* out = static_cast<std::byte*>(result.raw());
+  std::vector<int64_t> index(rank, 0);
+  int64_t offset = 0;
+  for (int64_t n = 0; n < result.numel(); ++n) {
+    std::memcpy(out + static_cast<size_t>(n) * element, in + static_cast<size_t>(offset) * element,
+                element);
+    for (size_t k = rank; k-- > 0;) {  // next output index, odometer style
+      offset += strides[k];
+      if (++index[k] < shape[k]) break;
+      offset -= strides[k] * shape[k];
+      index[k] = 0;
+    }
+  }
+  return result;
+}
 
 const RuleTable& rules() {
   static const RuleTable table = [] {
@@ -84,12 +112,17 @@ const TensorType& LowerContext::output_type(const Node& node, size_t i) const {
   return graph_.values[static_cast<size_t>(node.outputs.at(i))].type;
 }
 
-HloValue LowerContext::add_parameter(int id) {
+HloValue LowerContext::add_input(int id) {
   const TensorType& type = graph_.values[static_cast<size_t>(id)].type;
   HloValue value = builder_.parameter(type.dtype, type.shape);
-  parameters_.push_back(id);
   bind(id, value);
   return value;
+}
+
+HloValue LowerContext::host_constant(const Tensor& tensor) {
+  if (tensor.numel() <= kMaxInlinedElements) return builder_.constant(tensor);
+  constants_.push_back(tensor);
+  return builder_.parameter(tensor.dtype(), tensor.shape());
 }
 
 HloValue LowerContext::value(int id) {
@@ -99,9 +132,15 @@ HloValue LowerContext::value(int id) {
   if (!value.is_constant()) {
     throw std::logic_error("StableHLO lowering: " + value.name + " is used before it is made");
   }
-  if (value.constant.numel() > kMaxInlinedElements) return add_parameter(id);
-  slot = builder_.constant(value.constant);
+  slot = host_constant(value.constant);
   return *slot;
+}
+
+HloValue LowerContext::input_permuted(const Node& node, size_t i,
+                                      std::span<const int64_t> permutation) {
+  const Tensor* known = constant(node, i);
+  if (!known) return builder_.transpose(input(node, i), permutation);
+  return host_constant(permuted(*known, permutation));
 }
 
 HloValue LowerContext::input(const Node& node, size_t i) {
@@ -131,7 +170,7 @@ HloValue broadcast_input(LowerContext& context, const Node& node, size_t i, DTyp
 LoweredGraph lower_graph(const Graph& graph) {
   HloBuilder builder;
   LowerContext context(builder, graph);
-  for (int id : graph.inputs) context.add_parameter(id);
+  for (int id : graph.inputs) context.add_input(id);
   for (const Node& node : graph.nodes) {
     try {
       lower_node(context, node);
@@ -143,8 +182,8 @@ LoweredGraph lower_graph(const Graph& graph) {
   for (int id : graph.outputs) results.push_back(context.value(id));
   LoweredGraph lowered;
   lowered.module = builder.module(results);
-  lowered.parameters = context.parameters();
   lowered.input_count = graph.inputs.size();
+  lowered.constants = std::move(context.constants());
   return lowered;
 }
 
@@ -157,7 +196,7 @@ std::string lowering_refusal(const Node& node, const Graph& graph) {
   LowerContext context(builder, graph);
   for (int id : node.inputs) {
     if (id >= 0 && !graph.values[static_cast<size_t>(id)].is_constant()) {
-      context.add_parameter(id);
+      context.add_input(id);
     }
   }
   try {

@@ -10,11 +10,10 @@ namespace tandem::pjrt {
 // A graph as one StableHLO function, @main.
 struct LoweredGraph {
   std::string module;  // MLIR text
-  // What each parameter of @main is, as a value id of the graph: the graph's inputs first, in
-  // order, then constants too large to write into the text (weights), which the device uploads
-  // once and keeps.
-  std::vector<int> parameters;
+  // The parameters of @main are the graph's inputs, in order, then `constants`: weights too
+  // large to write into the text, which the device uploads once and keeps.
   size_t input_count = 0;
+  std::vector<Tensor> constants;
 };
 
 // Constants with more elements than this become parameters instead of module text.

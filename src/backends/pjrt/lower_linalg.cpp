@@ -115,27 +115,44 @@ void lower_gemm(LowerContext& context, const Node& node) {
 
 // Conv (1 to 3 spatial axes, groups, any padding) + bias + Tandem's fused residual (input 3,
 // added before the activation) + fused activation.
+// Computed channels-last, [N, spatial..., C] by [spatial..., I, O]: XLA's CPU backend runs
+// convolutions of that layout with Eigen's kernels and others with a naive loop nest, an order
+// of magnitude slower. The transposes at the edges cancel between consecutive convolutions.
 void lower_conv(LowerContext& context, const Node& node) {
   HloBuilder& b = context.builder();
   const HloValue x = context.input(node, 0);
-  const HloValue w = context.input(node, 1);
   const TensorType& out = context.output_type(node, 0);
+  const Shape& w_shape = context.input_type(node, 1).shape;
   const WindowGeometry g =
-      window_of(node, x.shape, std::vector<int64_t>(w.shape.begin() + 2, w.shape.end()), false);
+      window_of(node, x.shape, std::vector<int64_t>(w_shape.begin() + 2, w_shape.end()), false);
+  const int64_t spatial_rank = static_cast<int64_t>(g.kernel.size());
   std::string spatial;
   std::vector<std::pair<int64_t, int64_t>> pads;
-  for (size_t i = 0; i < g.kernel.size(); ++i) {
-    spatial += ", " + std::to_string(i);
-    pads.emplace_back(g.pads_begin[i], g.pads_end[i]);
+  std::vector<int64_t> to_channels_last{0}, kernel_to_hwio, to_channels_first{0, spatial_rank + 1};
+  for (int64_t i = 0; i < spatial_rank; ++i) {
+    spatial += std::to_string(i) + ", ";
+    pads.emplace_back(g.pads_begin[static_cast<size_t>(i)], g.pads_end[static_cast<size_t>(i)]);
+    to_channels_last.push_back(i + 2);
+    kernel_to_hwio.push_back(i + 2);
+    to_channels_first.push_back(i + 1);
   }
+  to_channels_last.push_back(1);
+  kernel_to_hwio.insert(kernel_to_hwio.end(), {1, 0});
+  const HloValue x_last = b.transpose(x, to_channels_last);
+  const HloValue w_hwio = context.input_permuted(node, 1, kernel_to_hwio);
+  Shape y_shape{out.shape[0]};
+  for (int64_t i = 0; i < spatial_rank; ++i)
+    y_shape.push_back(out.shape[static_cast<size_t>(i + 2)]);
+  y_shape.push_back(out.shape[1]);
   const std::vector<int64_t> ones(g.kernel.size(), 1);
-  HloValue y = b.op("convolution", {x, w}, out.dtype, out.shape,
-                    "dimension_numbers = #stablehlo.conv<[b, f" + spatial + "]x[o, i" + spatial +
-                        "]->[b, f" + spatial + "]>, window_strides = " + i64_array(g.strides) +
-                        ", " + padding_attribute(pads) + ", lhs_dilation = " + i64_array(ones) +
-                        ", rhs_dilation = " + i64_array(g.dilations) +
-                        ", feature_group_count = " + std::to_string(node.attr_int("group", 1)) +
-                        " : i64, batch_group_count = 1 : i64");
+  const HloValue y_last =
+      b.op("convolution", {x_last, w_hwio}, out.dtype, y_shape,
+           "dimension_numbers = #stablehlo.conv<[b, " + spatial + "f]x[" + spatial + "i, o]->[b, " +
+               spatial + "f]>, window_strides = " + i64_array(g.strides) + ", " +
+               padding_attribute(pads) + ", lhs_dilation = " + i64_array(ones) +
+               ", rhs_dilation = " + i64_array(g.dilations) + ", feature_group_count = " +
+               std::to_string(node.attr_int("group", 1)) + " : i64, batch_group_count = 1 : i64");
+  HloValue y = b.transpose(y_last, to_channels_first);
   if (context.has_input(node, 2)) {
     y = b.binary("add", y, per_channel(b, context.input(node, 2), out.shape));
   }

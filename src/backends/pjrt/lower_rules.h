@@ -2,6 +2,7 @@
 // What the per-family lowering rules share: the context they lower one node in.
 #include <map>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -31,6 +32,11 @@ class LowerContext {
   const TensorType& input_type(const Node& node, size_t i) const;
   // Input `i`'s value when it is known at compile time (a constant), else null.
   const Tensor* constant(const Node& node, size_t i) const;
+  // Input `i` transposed by `permutation`: on the host, once, when it is a constant (weights
+  // laid out for the device's kernels), else in the program.
+  HloValue input_permuted(const Node& node, size_t i, std::span<const int64_t> permutation);
+  // A tensor known at compile time: written into the text when small, else a parameter.
+  HloValue host_constant(const Tensor& tensor);
   // A constant integer input's contents; LoweringRefused when the input is not constant.
   std::vector<int64_t> constant_ints(const Node& node, size_t i) const;
 
@@ -39,17 +45,18 @@ class LowerContext {
   // Binds output `i` to `value`, whose type must be the output's.
   void set_output(const Node& node, size_t i, const HloValue& value);
 
-  // Value ids made parameters so far, in order, and the function value of any value id.
-  const std::vector<int>& parameters() const { return parameters_; }
+  // The function value of a value id; graph inputs must have been added first.
   HloValue value(int id);
   void bind(int id, HloValue value) { values_[static_cast<size_t>(id)] = std::move(value); }
-  HloValue add_parameter(int id);
+  HloValue add_input(int id);
+  // The constants made parameters, in order after the inputs.
+  std::vector<Tensor>& constants() { return constants_; }
 
  private:
   HloBuilder& builder_;
   const Graph& graph_;
   std::vector<std::optional<HloValue>> values_;
-  std::vector<int> parameters_;
+  std::vector<Tensor> constants_;
 };
 
 using LowerRule = void (*)(LowerContext& context, const Node& node);

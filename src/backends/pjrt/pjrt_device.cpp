@@ -30,9 +30,8 @@ class PjrtProgram : public GraphProgram {
       throw std::logic_error("PJRT program has " + std::to_string(executable_->num_outputs()) +
                              " outputs for a graph with " + std::to_string(graph.outputs.size()));
     }
-    for (size_t i = lowered.input_count; i < lowered.parameters.size(); ++i) {
-      const Value& value = graph.values[static_cast<size_t>(lowered.parameters[i])];
-      weights_.push_back(upload(session.client, value.constant, device));
+    for (const Tensor& constant : lowered.constants) {
+      weights_.push_back(upload(session.client, constant, device));
     }
     for (int id : graph.outputs)
       output_types_.push_back(graph.values[static_cast<size_t>(id)].type);
