@@ -1,0 +1,129 @@
+"""The PJRT backend as a user meets it: a model run on a PJRT device named in a cluster file,
+compiled once and then loaded from the executable cache, hybrid plans, `tandem calibrate
+--backend pjrt`, and the errors when the plugin is missing or an op cannot be lowered."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+TANDEM = ""
+ZOO = ""
+EXAMPLES = ""
+PLUGIN = ""
+
+
+def tandem(*args, plugin=True, cache=None, timeout=300):
+    env = dict(os.environ)
+    env.pop("TANDEM_PJRT_PLUGIN", None)
+    if plugin:
+        env["TANDEM_PJRT_PLUGIN"] = PLUGIN
+    env["TANDEM_CACHE_DIR"] = cache if cache else "off"
+    return subprocess.run([TANDEM, *args], capture_output=True, text=True, timeout=timeout,
+                          env=env)
+
+
+def model_args(name):
+    """The model, its dims, the zoo's inputs and ONNX Runtime's outputs to match."""
+    with open(os.path.join(ZOO, "manifest.json")) as f:
+        entry = next(e for e in json.load(f) if e["name"] == name)
+    args = [os.path.join(ZOO, entry["path"])]
+    for dim, size in entry["dims"].items():
+        args += ["--dim", f"{dim}={size}"]
+    for spec in entry["inputs"]:
+        args += ["--input", f"{spec['name']}={os.path.join(ZOO, spec['file'])}"]
+    for spec in entry["outputs"]:
+        args += ["--expect", f"{spec['name']}={os.path.join(ZOO, spec['file'])}"]
+    return args
+
+
+def cluster():
+    return os.path.join(EXAMPLES, "cpu-pjrt.yaml")
+
+
+class RunOnPjrt(unittest.TestCase):
+    def plan_file(self, folder, model, strategy):
+        path = os.path.join(folder, "plan.json")
+        result = tandem("plan", *model_args(model)[:3], "--cluster", cluster(), "--strategy",
+                        strategy, "-o", path)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return path
+
+    def test_second_run_loads_the_program_from_the_disk_cache(self):
+        with tempfile.TemporaryDirectory() as folder:
+            plan = self.plan_file(folder, "tv_resnet18", "single:pjrt0")
+            cache = os.path.join(folder, "cache")
+            runs = []
+            for _ in range(2):
+                result = tandem("run", *model_args("tv_resnet18"), "--cluster", cluster(),
+                                "--plan", plan, "--iterations", "2", "--json", cache=cache)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                report = json.loads(result.stdout)
+                self.assertTrue(all(check["matches"] for check in report["checks"]))
+                runs.append(report["compiled"][0])
+            self.assertEqual((runs[0]["compiles"], runs[0]["disk_hits"]), (1, 0))
+            self.assertEqual((runs[1]["compiles"], runs[1]["disk_hits"]), (0, 1))
+            self.assertLess(runs[1]["load_seconds"], runs[0]["compile_seconds"])
+
+    def test_hybrid_plan_runs_what_pjrt_cannot_on_the_cpu_backend(self):
+        # gpt has a Trilu, which has no lowering: greedy with pjrt0 first leaves it on cpu0.
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "plan.json")
+            result = tandem("plan", *model_args("gpt")[:3], "--cluster", cluster(), "--strategy",
+                            "greedy", "--pin", "*=pjrt0", "--pin", "Trilu=cpu0", "-o", path)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            result = tandem("run", *model_args("gpt"), "--cluster", cluster(), "--plan", path,
+                            "--iterations", "2")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertIn("matches", result.stdout)
+            self.assertNotIn("NO", result.stdout)
+            self.assertIn("pjrt0 busy", result.stdout)
+            self.assertIn("cpu0 busy", result.stdout)
+
+    def test_op_without_lowering_is_named_by_the_planner(self):
+        result = tandem("plan", *model_args("gpt")[:3], "--cluster", cluster(), "--strategy",
+                        "single:pjrt0")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("PJRT: no StableHLO lowering for Trilu", result.stderr)
+
+    def test_missing_plugin_is_one_line_and_status_2(self):
+        result = tandem("run", *model_args("mlp"), "--cluster", cluster(), plugin=False)
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertEqual(len(result.stderr.strip().splitlines()[-1:]), 1)
+        self.assertIn("TANDEM_PJRT_PLUGIN", result.stderr)
+
+
+class CalibratePjrt(unittest.TestCase):
+    def test_quick_profile_of_the_pjrt_device(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "pjrt.json")
+            result = tandem("calibrate", "--backend", "pjrt", "--quick", "-o", path, "--json")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            report = json.loads(result.stdout)
+            self.assertTrue(report["device_name"].startswith("pjrt cpu"))
+            names = [m["name"] for m in report["measurements"]]
+            self.assertIn("program step", names)
+            self.assertIn("host link (round trip)", names)
+            figures = {f["figure"]: f["value"] for f in report["figures"]}
+            self.assertGreater(figures["matrix fp32 peak"], 1e8)
+            self.assertLess(figures["matrix fp32 peak"], 1e13)  # no fantastic peaks
+
+    def test_per_op_history_is_refused(self):
+        result = tandem("calibrate", "--backend", "pjrt", "--quick", "--model",
+                        os.path.join(ZOO, "mlp", "model.onnx"), "-o", "/tmp/unused.json")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("--model", result.stderr)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tandem", required=True)
+    parser.add_argument("--zoo", required=True)
+    parser.add_argument("--examples", required=True)
+    parser.add_argument("--plugin", required=True)
+    args, rest = parser.parse_known_args()
+    TANDEM, ZOO, EXAMPLES = os.path.abspath(args.tandem), args.zoo, args.examples
+    PLUGIN = args.plugin
+    unittest.main(argv=[sys.argv[0], *rest])
