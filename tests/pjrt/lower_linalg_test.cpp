@@ -135,6 +135,23 @@ TEST(LowerLinalg, Conv1dAnd3d) {
                {{"pads", Ints{1, 0, 1, 1, 2, 0}}, {"strides", Ints{1, 2, 1}}});
 }
 
+// Windows larger than the output (a 3x3 kernel making a 2x2 map) are lowered as one matrix
+// product over gathered patches, since XLA runs them slowly as convolutions.
+TEST(LowerLinalg, ConvWindowLargerThanOutputAsPatches) {
+  expect_matches_cpu({"Conv",
+                      {f32({2, 8, 2, 2}, 1), f32({16, 8, 3, 3}, 2), f32({16}, 3)},
+                      {{"pads", Ints{1, 1, 1, 1}}, {"activation", std::string("Relu")}},
+                      {false, true, true},
+                      1,
+                      1e-4,
+                      1e-4});
+  expect_close("Conv", {f32({1, 4, 3, 3}, 1), f32({5, 4, 3, 3}, 2)},
+               {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}, {"dilations", Ints{2, 2}}});
+  expect_close("Conv", {f32({1, 3, 2}, 1), f32({4, 3, 3}, 2)}, {{"pads", Ints{1, 1}}});
+  expect_close("Conv", {f32({1, 2, 2, 3, 2}, 1), f32({3, 2, 3, 3, 3}, 2)},
+               {{"pads", Ints{1, 1, 1, 1, 1, 1}}});
+}
+
 TEST(LowerLinalg, ConvStridesPadsDilations) {
   expect_close("Conv", {f32({2, 3, 11, 9}, 1), f32({6, 3, 3, 2}, 2), f32({6}, 3)},
                {{"strides", Ints{2, 3}}, {"pads", Ints{1, 0, 2, 1}}, {"dilations", Ints{2, 1}}});

@@ -115,6 +115,85 @@ void lower_gemm(LowerContext& context, const Node& node) {
 
 // Conv (1 to 3 spatial axes, groups, any padding) + bias + Tandem's fused residual (input 3,
 // added before the activation) + fused activation.
+// Whether the window is larger than the output in some spatial dim (a 3x3 kernel making a 2x2
+// map): XLA's CPU backend swaps such a convolution's operands into a layout it runs with a
+// naive loop nest, two orders of magnitude slower than its matrix kernels.
+bool window_exceeds_output(const WindowGeometry& g, const Shape& y_channels_last) {
+  for (size_t i = 0; i < g.kernel.size(); ++i) {
+    if (g.kernel[i] > y_channels_last[i + 1]) return true;
+  }
+  return false;
+}
+
+// A convolution as one matrix product (im2col): the padded input's window at every output
+// position, gathered by one strided slice per kernel offset and concatenated along channels,
+// times the weights flattened to [spatial... * I, O]. For windows larger than the output,
+// where the patches are few.
+HloValue patches_times_weights(HloBuilder& b, const HloValue& x_last, const HloValue& w_hwio,
+                               const WindowGeometry& g,
+                               std::span<const std::pair<int64_t, int64_t>> pads,
+                               const Shape& y_shape) {
+  const size_t spatial = g.kernel.size();
+  const int64_t channels = x_last.shape.back();
+  std::vector<int64_t> low{0}, high{0};
+  Shape padded{x_last.shape[0]};
+  for (size_t i = 0; i < spatial; ++i) {
+    low.push_back(pads[i].first);
+    high.push_back(pads[i].second);
+    padded.push_back(x_last.shape[i + 1] + pads[i].first + pads[i].second);
+  }
+  low.push_back(0);
+  high.push_back(0);
+  padded.push_back(channels);
+  const std::vector<int64_t> interior(spatial + 2, 0);
+  const HloValue input =
+      b.op("pad", {x_last, b.scalar(x_last.dtype, 0)}, x_last.dtype, padded,
+           "edge_padding_low = " + i64_array(low) + ", edge_padding_high = " + i64_array(high) +
+               ", interior_padding = " + i64_array(interior));
+  // One slice per kernel offset, in the row-major order of the weights' spatial dims.
+  std::vector<HloValue> slices;
+  std::vector<int64_t> offset(spatial, 0);
+  Shape slice_shape = y_shape;
+  slice_shape.back() = channels;
+  for (bool more = true; more;) {
+    std::vector<int64_t> start{0}, limit{y_shape[0]}, strides{1};
+    for (size_t i = 0; i < spatial; ++i) {
+      const int64_t first = offset[i] * g.dilations[i];
+      start.push_back(first);
+      limit.push_back(first + (y_shape[i + 1] - 1) * g.strides[i] + 1);
+      strides.push_back(g.strides[i]);
+    }
+    start.push_back(0);
+    limit.push_back(channels);
+    strides.push_back(1);
+    slices.push_back(b.op("slice", {input}, input.dtype, slice_shape,
+                          "start_indices = " + i64_array(start) + ", limit_indices = " +
+                              i64_array(limit) + ", strides = " + i64_array(strides)));
+    more = false;
+    for (size_t i = spatial; i-- > 0;) {
+      if (++offset[i] < g.kernel[i]) {
+        more = true;
+        break;
+      }
+      offset[i] = 0;
+    }
+  }
+  Shape patches_shape = slice_shape;
+  patches_shape.back() = channels * static_cast<int64_t>(slices.size());
+  const HloValue patches = b.op("concatenate", slices, input.dtype, patches_shape,
+                                "dimension = " + std::to_string(spatial + 1) + " : i64");
+  int64_t positions = 1;
+  for (size_t i = 0; i + 1 < y_shape.size(); ++i) positions *= y_shape[i];
+  const int64_t outputs = y_shape.back();
+  const HloValue rows = b.reshape(patches, {positions, patches_shape.back()});
+  const HloValue weights = b.reshape(w_hwio, {patches_shape.back(), outputs});
+  const HloValue product =
+      b.op("dot_general", {rows, weights}, x_last.dtype, {positions, outputs},
+           "dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [1], "
+           "rhs_contracting_dimensions = [0]>");
+  return b.reshape(product, y_shape);
+}
+
 // Computed channels-last, [N, spatial..., C] by [spatial..., I, O]: XLA's CPU backend runs
 // convolutions of that layout with Eigen's kernels and others with a naive loop nest, an order
 // of magnitude slower. The transposes at the edges cancel between consecutive convolutions.
@@ -141,17 +220,21 @@ void lower_conv(LowerContext& context, const Node& node) {
   const HloValue x_last = b.transpose(x, to_channels_last);
   const HloValue w_hwio = context.input_permuted(node, 1, kernel_to_hwio);
   Shape y_shape{out.shape[0]};
-  for (int64_t i = 0; i < spatial_rank; ++i)
+  for (int64_t i = 0; i < spatial_rank; ++i) {
     y_shape.push_back(out.shape[static_cast<size_t>(i + 2)]);
+  }
   y_shape.push_back(out.shape[1]);
   const std::vector<int64_t> ones(g.kernel.size(), 1);
   const HloValue y_last =
-      b.op("convolution", {x_last, w_hwio}, out.dtype, y_shape,
-           "dimension_numbers = #stablehlo.conv<[b, " + spatial + "f]x[" + spatial + "i, o]->[b, " +
-               spatial + "f]>, window_strides = " + i64_array(g.strides) + ", " +
-               padding_attribute(pads) + ", lhs_dilation = " + i64_array(ones) +
-               ", rhs_dilation = " + i64_array(g.dilations) + ", feature_group_count = " +
-               std::to_string(node.attr_int("group", 1)) + " : i64, batch_group_count = 1 : i64");
+      window_exceeds_output(g, y_shape) && node.attr_int("group", 1) == 1
+          ? patches_times_weights(b, x_last, w_hwio, g, pads, y_shape)
+          : b.op("convolution", {x_last, w_hwio}, out.dtype, y_shape,
+                 "dimension_numbers = #stablehlo.conv<[b, " + spatial + "f]x[" + spatial +
+                     "i, o]->[b, " + spatial + "f]>, window_strides = " + i64_array(g.strides) +
+                     ", " + padding_attribute(pads) + ", lhs_dilation = " + i64_array(ones) +
+                     ", rhs_dilation = " + i64_array(g.dilations) +
+                     ", feature_group_count = " + std::to_string(node.attr_int("group", 1)) +
+                     " : i64, batch_group_count = 1 : i64");
   HloValue y = b.transpose(y_last, to_channels_first);
   if (context.has_input(node, 2)) {
     y = b.binary("add", y, per_channel(b, context.input(node, 2), out.shape));
