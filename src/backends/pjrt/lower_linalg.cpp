@@ -125,14 +125,12 @@ bool window_exceeds_output(const WindowGeometry& g, const Shape& y_channels_last
   return false;
 }
 
-// A convolution as one matrix product (im2col): the padded input's window at every output
-// position, gathered by one strided slice per kernel offset and concatenated along channels,
-// times the weights flattened to [spatial... * I, O]. For windows larger than the output,
-// where the patches are few.
-HloValue patches_times_weights(HloBuilder& b, const HloValue& x_last, const HloValue& w_hwio,
-                               const WindowGeometry& g,
-                               std::span<const std::pair<int64_t, int64_t>> pads,
-                               const Shape& y_shape) {
+// The padded channels-last input as seen by each kernel offset: one strided slice per offset,
+// [N, output spatial..., C], in the row-major order of the kernel's spatial dims.
+std::vector<HloValue> shifted_windows(HloBuilder& b, const HloValue& x_last,
+                                      const WindowGeometry& g,
+                                      std::span<const std::pair<int64_t, int64_t>> pads,
+                                      const Shape& y_shape) {
   const size_t spatial = g.kernel.size();
   const int64_t channels = x_last.shape.back();
   std::vector<int64_t> low{0}, high{0};
@@ -150,7 +148,6 @@ HloValue patches_times_weights(HloBuilder& b, const HloValue& x_last, const HloV
       b.op("pad", {x_last, b.scalar(x_last.dtype, 0)}, x_last.dtype, padded,
            "edge_padding_low = " + i64_array(low) + ", edge_padding_high = " + i64_array(high) +
                ", interior_padding = " + i64_array(interior));
-  // One slice per kernel offset, in the row-major order of the weights' spatial dims.
   std::vector<HloValue> slices;
   std::vector<int64_t> offset(spatial, 0);
   Shape slice_shape = y_shape;
@@ -178,10 +175,21 @@ HloValue patches_times_weights(HloBuilder& b, const HloValue& x_last, const HloV
       offset[i] = 0;
     }
   }
-  Shape patches_shape = slice_shape;
-  patches_shape.back() = channels * static_cast<int64_t>(slices.size());
-  const HloValue patches = b.op("concatenate", slices, input.dtype, patches_shape,
-                                "dimension = " + std::to_string(spatial + 1) + " : i64");
+  return slices;
+}
+
+// A convolution as one matrix product (im2col): the windows concatenated along channels, times
+// the weights flattened to [spatial... * I, O]. For windows larger than the output, where the
+// patches are few.
+HloValue patches_times_weights(HloBuilder& b, const HloValue& x_last, const HloValue& w_hwio,
+                               const WindowGeometry& g,
+                               std::span<const std::pair<int64_t, int64_t>> pads,
+                               const Shape& y_shape) {
+  const std::vector<HloValue> slices = shifted_windows(b, x_last, g, pads, y_shape);
+  Shape patches_shape = slices.front().shape;
+  patches_shape.back() *= static_cast<int64_t>(slices.size());
+  const HloValue patches = b.op("concatenate", slices, x_last.dtype, patches_shape,
+                                "dimension = " + std::to_string(g.kernel.size() + 1) + " : i64");
   int64_t positions = 1;
   for (size_t i = 0; i + 1 < y_shape.size(); ++i) positions *= y_shape[i];
   const int64_t outputs = y_shape.back();
@@ -192,6 +200,32 @@ HloValue patches_times_weights(HloBuilder& b, const HloValue& x_last, const HloV
            "dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [1], "
            "rhs_contracting_dimensions = [0]>");
   return b.reshape(product, y_shape);
+}
+
+// A depthwise convolution (one filter per channel) as a sum over kernel offsets of each shifted
+// window times that offset's per-channel weights: elementwise work XLA fuses into one
+// vectorised loop, where as a grouped convolution it expands the filter to dense C x C.
+HloValue depthwise_as_sum(HloBuilder& b, const HloValue& x_last, const HloValue& w_hwio,
+                          const WindowGeometry& g,
+                          std::span<const std::pair<int64_t, int64_t>> pads, const Shape& y_shape) {
+  const std::vector<HloValue> slices = shifted_windows(b, x_last, g, pads, y_shape);
+  const int64_t channels = y_shape.back();
+  const int64_t offsets = static_cast<int64_t>(slices.size());
+  const HloValue weights = b.reshape(w_hwio, {offsets, channels});  // [K..., 1, C]
+  const int64_t last = static_cast<int64_t>(y_shape.size()) - 1;
+  HloValue sum;
+  for (int64_t k = 0; k < offsets; ++k) {
+    const HloValue row =
+        b.reshape(b.op("slice", {weights}, weights.dtype, {1, channels},
+                       "start_indices = " + i64_array(std::vector<int64_t>{k, 0}) +
+                           ", limit_indices = " + i64_array(std::vector<int64_t>{k + 1, channels}) +
+                           ", strides = " + i64_array(std::vector<int64_t>{1, 1})),
+                  {channels});
+    const HloValue term = b.binary("multiply", slices[static_cast<size_t>(k)],
+                                   b.broadcast_in_dim(row, y_shape, std::vector<int64_t>{last}));
+    sum = k == 0 ? term : b.binary("add", sum, term);
+  }
+  return sum;
 }
 
 // Computed channels-last, [N, spatial..., C] by [spatial..., I, O]: XLA's CPU backend runs
@@ -225,9 +259,14 @@ void lower_conv(LowerContext& context, const Node& node) {
   }
   y_shape.push_back(out.shape[1]);
   const std::vector<int64_t> ones(g.kernel.size(), 1);
+  const int64_t group = node.attr_int("group", 1);
+  const bool depthwise =
+      group > 1 && group == x.shape[1] && group == out.shape[1] && is_floating(out.dtype);
   const HloValue y_last =
-      window_exceeds_output(g, y_shape) && node.attr_int("group", 1) == 1
+      group == 1 && window_exceeds_output(g, y_shape)
           ? patches_times_weights(b, x_last, w_hwio, g, pads, y_shape)
+      : depthwise
+          ? depthwise_as_sum(b, x_last, w_hwio, g, pads, y_shape)
           : b.op("convolution", {x_last, w_hwio}, out.dtype, y_shape,
                  "dimension_numbers = #stablehlo.conv<[b, " + spatial + "f]x[" + spatial +
                      "i, o]->[b, " + spatial + "f]>, window_strides = " + i64_array(g.strides) +
