@@ -95,6 +95,37 @@ class RunOnPjrt(unittest.TestCase):
         self.assertIn("TANDEM_PJRT_PLUGIN", result.stderr)
 
 
+class BadPjrtClusters(unittest.TestCase):
+    def run_with_cluster(self, text):
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "cluster.yaml")
+            with open(path, "w") as f:
+                f.write(text)
+            return tandem("run", *model_args("mlp"), "--cluster", path, "--iterations", "1")
+
+    def test_missing_plugin_file(self):
+        result = self.run_with_cluster(
+            "hosts: [h]\ndevices:\n  - {id: pjrt0, preset: cpu-generic-avx2, host: h, "
+            "backend: pjrt, plugin: ./no-such-plugin.so}\n")
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+        self.assertIn("no-such-plugin.so: cannot load PJRT plugin", result.stderr)
+
+    def test_more_devices_than_the_plugin_has(self):
+        result = self.run_with_cluster(
+            "hosts: [h]\ndevices:\n  - {id: pjrt, count: 9, preset: cpu-generic-avx2, host: h, "
+            f"backend: pjrt, plugin: {PLUGIN}}}\n")
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn("fewer than the cluster declares", result.stderr)
+
+    def test_a_library_that_is_not_a_plugin(self):
+        result = self.run_with_cluster(
+            "hosts: [h]\ndevices:\n  - {id: pjrt0, preset: cpu-generic-avx2, host: h, "
+            "backend: pjrt, plugin: libm.so.6}\n")
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn("not a PJRT plugin", result.stderr)
+
+
 class CalibratePjrt(unittest.TestCase):
     def test_quick_profile_of_the_pjrt_device(self):
         with tempfile.TemporaryDirectory() as folder:

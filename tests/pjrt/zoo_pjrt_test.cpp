@@ -6,8 +6,10 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "backends/cpu/cpu_device.h"
 #include "backends/pjrt/lower.h"
@@ -137,6 +139,56 @@ TEST(ZooOnPjrt, HybridPlanMatchesTheCpuBackendAlone) {
     expect_same(executor.run(inputs), expected);
   }
   EXPECT_GE(hybrid_plans, 3) << "models with ops PJRT cannot run should be split across both";
+}
+
+// Two devices of one plugin (pjrt0, pjrt1: its addressable devices 0 and 1) as the two stages
+// of a pipeline over micro-batches: one portable compilation per segment runs on either device.
+TEST(ZooOnPjrt, PipelineAcrossTwoDevicesOfOnePlugin) {
+  const std::string path = ::testing::TempDir() + "two-pjrt.yaml";
+  std::ofstream(path) << "hosts: [local]\n"
+                         "devices:\n"
+                         "  - {id: pjrt, count: 2, preset: cpu-generic-avx2, host: local, "
+                         "backend: pjrt, plugin: "
+                      << TANDEM_PJRT_CPU_PLUGIN << "}\n";
+  const Cluster cluster = load_cluster(path);
+  const CostModel cost(cluster);
+  set_lowering_check(&lowering_refusal);
+  auto session = std::make_shared<PjrtSession>(PjrtPlugin::load(TANDEM_PJRT_CPU_PLUGIN), "");
+  PjrtDevice first("pjrt0", session, 0), second("pjrt1", session, 1);
+  ImportOptions options;
+  options.dims["batch"] = 4;
+  ImportedModel model = import_onnx(kSource + "/zoo/tv_resnet18/model.onnx", options);
+  fuse_for_inference(model.graph);
+  std::map<int64_t, std::shared_ptr<const Graph>> rebatched;
+  const auto for_batch = [&](int64_t size) {
+    auto& graph = rebatched[size];
+    if (!graph) {
+      ImportOptions smaller;
+      smaller.dims["batch"] = size;
+      ImportedModel piece = import_onnx(kSource + "/zoo/tv_resnet18/model.onnx", smaller);
+      fuse_for_inference(piece.graph);
+      graph = std::make_shared<const Graph>(std::move(piece.graph));
+    }
+    return graph;
+  };
+  PlanOptions plan_options;
+  plan_options.objective = Objective::kThroughput;
+  plan_options.microbatches = 2;
+  plan_options.batch = 4;
+  const PlanningProblem problem(model.graph, cluster, cost, plan_options);
+  const std::optional<Plan> plan = make_pipeline_strategy()->plan(problem);
+  set_lowering_check(nullptr);
+  ASSERT_TRUE(plan.has_value());
+  ASSERT_EQ(plan->microbatches, 2);
+  std::mt19937_64 rng(3);
+  const Value& input = model.graph.values[model.graph.inputs[0]];
+  const std::vector<Tensor> inputs = {random_tensor(input.type.dtype, input.type.shape, rng)};
+  cpu::CpuDevice reference("reference");
+  const std::vector<Tensor> expected = GraphExecutor(model.graph, reference).run(inputs);
+  PlanExecutor executor(model.graph, *plan, {&first, &second}, for_batch);
+  expect_same(executor.run(inputs), expected);
+  EXPECT_GT(executor.stats().busy_seconds[0], 0);
+  EXPECT_GT(executor.stats().busy_seconds[1], 0);
 }
 
 }  // namespace
