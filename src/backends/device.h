@@ -43,6 +43,10 @@ class Device {
   virtual bool supports(const Node& node) const = 0;
   // Throws InputError naming the node when the op cannot run here.
   virtual std::unique_ptr<Kernel> compile(const KernelSpec& spec) = 0;
+  // A tensor of another device, brought into this one's memory for its programs or kernels
+  // (the runtime's copy between devices). Host-memory devices copy it; a compiled device may
+  // copy its device-side twin directly from the producing device instead.
+  virtual Tensor receive(const Tensor& tensor) { return tensor.clone(); }
   // Whether graphs run as one compiled program each (compile_graph) rather than op by op.
   virtual bool compiled() const { return false; }
   // Called first in every thread that will run this device's work (a CPU device pins it to

@@ -14,13 +14,16 @@ namespace tandem::cli {
 // order they are declared; null for a backend this build or machine has none of.
 std::vector<std::unique_ptr<Device>> make_devices(const Cluster& cluster);
 
-// What the compiled backends compiled so far, per PJRT plugin: programs compiled, found in the
-// executable cache (in memory, on disk), and the time spent. Empty without compiled devices.
+// What the compiled backends did so far, per PJRT plugin: programs compiled or found in the
+// executable cache (in memory, on disk) and the time spent; how program inputs reached the
+// device. Empty without compiled devices.
 struct CompileStats {
   std::string plugin;
   std::string cache_directory;  // empty: memory only
   int compiles = 0, memory_hits = 0, disk_hits = 0;
   double compile_seconds = 0, load_seconds = 0;
+  // Program inputs: uploaded from the host, copied device to device, found on the device.
+  int uploaded = 0, device_to_device = 0, reused = 0;
 };
 std::vector<CompileStats> compile_stats(const std::vector<std::unique_ptr<Device>>& devices);
 

@@ -76,6 +76,10 @@ std::string render_compile_stats(const ClusterRun& run, const std::vector<Compil
         plugin.plugin.c_str(), plugin.compiles, seconds_text(plugin.compile_seconds).c_str(),
         plugin.disk_hits, seconds_text(plugin.load_seconds).c_str(), plugin.memory_hits,
         plugin.cache_directory.empty() ? "memory only" : plugin.cache_directory.c_str());
+    text += format(
+        "    program inputs, all runs: %d uploaded from the host, %d copied device to device, %d "
+        "already on the device\n",
+        plugin.uploaded, plugin.device_to_device, plugin.reused);
   }
   return text;
 }
@@ -103,7 +107,10 @@ nlohmann::json cluster_run_json(const ClusterRun& run, const PlanningProblem& pr
                         {"disk_hits", plugin.disk_hits},
                         {"memory_hits", plugin.memory_hits},
                         {"compile_seconds", plugin.compile_seconds},
-                        {"load_seconds", plugin.load_seconds}});
+                        {"load_seconds", plugin.load_seconds},
+                        {"inputs_uploaded", plugin.uploaded},
+                        {"inputs_device_to_device", plugin.device_to_device},
+                        {"inputs_on_device", plugin.reused}});
   }
   return {{"plan",
            {{"strategy", run.plan.strategy},

@@ -514,9 +514,10 @@ void PlanExecutor::copy_worker(RunState& state, int device, const std::exception
         task = std::move(state.copies[device].front());
         state.copies[device].pop_front();
       }
-      // One host: a transfer is a copy into a buffer of the consumer device.
+      // The consumer device copies the value into its memory (between devices of one PJRT
+      // plugin, device to device).
       const auto begin = Clock::now();
-      Tensor copy = task.tensor.clone();
+      Tensor copy = devices_[device]->receive(task.tensor);
       const auto end = Clock::now();
       const auto bytes = static_cast<double>(copy.nbytes());
       task.tensor = Tensor();

@@ -189,6 +189,11 @@ TEST(ZooOnPjrt, PipelineAcrossTwoDevicesOfOnePlugin) {
   expect_same(executor.run(inputs), expected);
   EXPECT_GT(executor.stats().busy_seconds[0], 0);
   EXPECT_GT(executor.stats().busy_seconds[1], 0);
+  // What stage 1 hands to stage 2 goes device to device, and stage 2 uploads none of it.
+  const ResidentBuffers::Counts counts = session->resident.counts();
+  EXPECT_EQ(counts.device_to_device, executor.stats().transfers);
+  EXPECT_EQ(counts.reused, executor.stats().transfers);
+  EXPECT_EQ(counts.uploaded, plan->microbatches);  // the model's input, per micro-batch
 }
 
 }  // namespace

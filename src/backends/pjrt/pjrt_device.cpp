@@ -19,43 +19,85 @@ PjrtBuffer upload(const PjrtClient& client, const Tensor& tensor, size_t device)
   return client.to_device(tensor.raw(), type, tensor.shape(), device);
 }
 
+// A host tensor with a device-side twin: when the last reference to the host memory goes, the
+// twin is forgotten (before the memory is freed, so its address cannot be reused meanwhile).
+struct Shadowed {
+  Shadowed(Tensor host, std::shared_ptr<PjrtSession> session)
+      : host(std::move(host)), session(std::move(session)) {}
+  Shadowed(const Shadowed&) = delete;
+  Shadowed& operator=(const Shadowed&) = delete;
+  ~Shadowed() { session->resident.forget(host.raw()); }
+  Tensor host;
+  std::shared_ptr<PjrtSession> session;
+};
+
+bool same_dims(const PjrtBuffer& buffer, const Tensor& tensor) {
+  const std::vector<int64_t> dims = buffer.dims();
+  return dims.size() == tensor.shape().size() &&
+         std::equal(dims.begin(), dims.end(), tensor.shape().begin());
+}
+
 // A lowered graph, compiled, with its weights uploaded once.
 class PjrtProgram : public GraphProgram {
  public:
-  PjrtProgram(const Graph& graph, PjrtSession& session, size_t device)
-      : session_(session), device_(device), target_(session.client.addressable_device(device)) {
+  PjrtProgram(const Graph& graph, std::shared_ptr<PjrtSession> session, size_t device)
+      : session_(std::move(session)),
+        device_(device),
+        target_(session_->client.addressable_device(device)) {
     const LoweredGraph lowered = lower_graph(graph);
-    executable_ = session.cache.get(session.client, lowered.module);
+    executable_ = session_->cache.get(session_->client, lowered.module);
     if (executable_->num_outputs() != graph.outputs.size()) {
       throw std::logic_error("PJRT program has " + std::to_string(executable_->num_outputs()) +
                              " outputs for a graph with " + std::to_string(graph.outputs.size()));
     }
     for (const Tensor& constant : lowered.constants) {
-      weights_.push_back(upload(session.client, constant, device));
+      weights_.push_back(upload(session_->client, constant, device));
     }
     for (int id : graph.outputs)
       output_types_.push_back(graph.values[static_cast<size_t>(id)].type);
   }
 
   std::vector<Tensor> run(std::span<const Tensor> inputs) override {
-    std::vector<PjrtBuffer> uploaded;
-    uploaded.reserve(inputs.size());
-    for (const Tensor& input : inputs) uploaded.push_back(upload(session_.client, input, device_));
+    std::vector<std::shared_ptr<const PjrtBuffer>> fed;
+    fed.reserve(inputs.size());
+    for (const Tensor& input : inputs) fed.push_back(on_device(input));
     std::vector<const PjrtBuffer*> arguments;
-    for (const PjrtBuffer& buffer : uploaded) arguments.push_back(&buffer);
+    for (const auto& buffer : fed) arguments.push_back(buffer.get());
     for (const PjrtBuffer& buffer : weights_) arguments.push_back(&buffer);
     std::vector<PjrtBuffer> results = executable_->execute(arguments, target_);
     std::vector<Tensor> outputs;
     for (size_t i = 0; i < results.size(); ++i) {
-      Tensor output = Tensor::allocate(output_types_[i].dtype, output_types_[i].shape);
-      results[i].to_host(output.raw(), output.nbytes());
-      outputs.push_back(std::move(output));
+      Tensor host = Tensor::allocate(output_types_[i].dtype, output_types_[i].shape);
+      results[i].to_host(host.raw(), host.nbytes());
+      // The result stays on the device as the host tensor's twin, for a next program.
+      session_->resident.keep(host.raw(), device_,
+                              std::make_shared<const PjrtBuffer>(std::move(results[i])));
+      auto shadow = std::make_shared<Shadowed>(host, session_);
+      outputs.push_back(Tensor::wrap(host.dtype(), host.shape(), host.raw(), std::move(shadow)));
     }
     return outputs;
   }
 
  private:
-  PjrtSession& session_;
+  // The input as a buffer on this program's device: its twin here, a device-to-device copy of
+  // its twin elsewhere on the plugin, or an upload from host memory.
+  std::shared_ptr<const PjrtBuffer> on_device(const Tensor& input) {
+    ResidentBuffers& resident = session_->resident;
+    if (auto twin = resident.find(input.raw(), device_); twin && same_dims(*twin, input)) {
+      resident.count(&ResidentBuffers::Counts::reused);
+      return twin;
+    }
+    if (auto twin = resident.find_any(input.raw()); twin && same_dims(*twin, input)) {
+      auto copy = std::make_shared<const PjrtBuffer>(twin->copy_to_device(target_));
+      resident.keep(input.raw(), device_, copy);
+      resident.count(&ResidentBuffers::Counts::device_to_device);
+      return copy;
+    }
+    resident.count(&ResidentBuffers::Counts::uploaded);
+    return std::make_shared<const PjrtBuffer>(upload(session_->client, input, device_));
+  }
+
+  std::shared_ptr<PjrtSession> session_;
   size_t device_;
   PJRT_Device* target_;
   std::shared_ptr<const PjrtExecutable> executable_;
@@ -118,7 +160,54 @@ bool PjrtDevice::supports(const Node& node) const {
 }
 
 std::unique_ptr<GraphProgram> PjrtDevice::compile_graph(const Graph& graph) {
-  return std::make_unique<PjrtProgram>(graph, *session_, device_);
+  return std::make_unique<PjrtProgram>(graph, session_, device_);
+}
+
+Tensor PjrtDevice::receive(const Tensor& tensor) {
+  ResidentBuffers& resident = session_->resident;
+  if (resident.find(tensor.raw(), device_)) return tensor;
+  const auto twin = resident.find_any(tensor.raw());
+  if (!twin || !same_dims(*twin, tensor)) return tensor.clone();
+  resident.keep(tensor.raw(), device_,
+                std::make_shared<const PjrtBuffer>(
+                    twin->copy_to_device(session_->client.addressable_device(device_))));
+  resident.count(&ResidentBuffers::Counts::device_to_device);
+  return tensor;  // host memory is shared: nothing writes to a tensor once made
+}
+
+void ResidentBuffers::keep(const void* host, size_t device,
+                           std::shared_ptr<const PjrtBuffer> buffer) {
+  std::lock_guard lock(mutex_);
+  buffers_[host][device] = std::move(buffer);
+}
+
+std::shared_ptr<const PjrtBuffer> ResidentBuffers::find(const void* host, size_t device) const {
+  std::lock_guard lock(mutex_);
+  const auto twins = buffers_.find(host);
+  if (twins == buffers_.end()) return nullptr;
+  const auto twin = twins->second.find(device);
+  return twin == twins->second.end() ? nullptr : twin->second;
+}
+
+std::shared_ptr<const PjrtBuffer> ResidentBuffers::find_any(const void* host) const {
+  std::lock_guard lock(mutex_);
+  const auto twins = buffers_.find(host);
+  return twins == buffers_.end() || twins->second.empty() ? nullptr : twins->second.begin()->second;
+}
+
+void ResidentBuffers::forget(const void* host) {
+  std::lock_guard lock(mutex_);
+  buffers_.erase(host);
+}
+
+void ResidentBuffers::count(int Counts::*which) {
+  std::lock_guard lock(mutex_);
+  ++(counts_.*which);
+}
+
+ResidentBuffers::Counts ResidentBuffers::counts() const {
+  std::lock_guard lock(mutex_);
+  return counts_;
 }
 
 std::unique_ptr<Kernel> PjrtDevice::compile(const KernelSpec& spec) {

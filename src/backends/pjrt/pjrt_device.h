@@ -1,8 +1,11 @@
 #pragma once
 // A PJRT device as a Tandem device: graphs (plan segments) are lowered to StableHLO, compiled
 // through the plugin once (executable cache) and run as one program each.
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "backends/device.h"
 #include "backends/pjrt/executable_cache.h"
@@ -10,11 +13,38 @@
 
 namespace tandem::pjrt {
 
+// Device-side twins of host tensors: a program's outputs stay on its device after they are
+// copied out, so that a program of the same plugin reading them (on that device, or on another
+// after a device-to-device copy) need not upload them again. Entries live as long as the host
+// tensor they shadow.
+class ResidentBuffers {
+ public:
+  struct Counts {
+    int reused = 0;            // inputs found on the program's device: no upload
+    int device_to_device = 0;  // copies between devices of the plugin
+    int uploaded = 0;          // inputs uploaded from host memory
+  };
+  void keep(const void* host, size_t device, std::shared_ptr<const PjrtBuffer> buffer);
+  // The twin of `host` on `device`, or null.
+  std::shared_ptr<const PjrtBuffer> find(const void* host, size_t device) const;
+  // A twin of `host` on any device, or null.
+  std::shared_ptr<const PjrtBuffer> find_any(const void* host) const;
+  void forget(const void* host);
+  void count(int Counts::*which);
+  Counts counts() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<const void*, std::map<size_t, std::shared_ptr<const PjrtBuffer>>> buffers_;
+  Counts counts_;
+};
+
 // One plugin's client and executable cache, shared by every device of that plugin in the
 // process (a PJRT client owns all of its plugin's devices).
 struct PjrtSession {
   PjrtClient client;
   ExecutableCache cache;
+  ResidentBuffers resident;
 
   // The session of the plugin at `path`, made on first use with the default cache directory
   // (ExecutableCache::default_directory(); $TANDEM_CACHE_DIR=off keeps it in memory).
@@ -36,6 +66,9 @@ class PjrtDevice : public Device {
   std::unique_ptr<Kernel> compile(const KernelSpec& spec) override;
   std::unique_ptr<GraphProgram> compile_graph(const Graph& graph) override;
   bool compiled() const override { return true; }
+  // From another device of this plugin: a device-to-device copy of its twin (the host tensor is
+  // shared, not copied); otherwise a host copy.
+  Tensor receive(const Tensor& tensor) override;
 
   PjrtSession& session() const { return *session_; }
   size_t device_index() const { return device_; }
