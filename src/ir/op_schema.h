@@ -87,4 +87,8 @@ OpCost default_cost(const Node& node, std::span<const TensorType> inputs,
 // Bytes of a tensor type whose shape may be dynamic (dynamic dims count as 1).
 double type_bytes(const TensorType& type);
 
+// The tensor a Constant node holds, from whichever value attribute carries it (its schema
+// has checked there is exactly one); for backends that run Constant nodes.
+Tensor constant_node_value(const Node& node);
+
 }  // namespace tandem

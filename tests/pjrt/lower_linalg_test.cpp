@@ -12,11 +12,6 @@ namespace {
 using Attributes = std::map<std::string, Attribute, std::less<>>;
 using Ints = std::vector<int64_t>;
 
-Tensor random(DType dtype, Shape shape, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  return random_tensor(dtype, shape, rng);
-}
-
 Tensor f32(Shape shape, uint64_t seed) { return random(DType::kFloat32, std::move(shape), seed); }
 
 // Signed bytes over the whole range, negatives included (random_tensor's are 0..3).

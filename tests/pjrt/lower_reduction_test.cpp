@@ -12,18 +12,6 @@
 namespace tandem::pjrt::testing {
 namespace {
 
-Tensor random(DType dtype, Shape shape, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  return random_tensor(dtype, shape, rng);
-}
-
-// Random floats in [-scale, scale).
-Tensor scaled(Shape shape, uint64_t seed, float scale) {
-  Tensor tensor = random(DType::kFloat32, std::move(shape), seed);
-  for (int64_t i = 0; i < tensor.numel(); ++i) tensor.data<float>()[i] *= scale;
-  return tensor;
-}
-
 Tensor axes(std::vector<int64_t> values) {
   const auto size = static_cast<int64_t>(values.size());
   return Tensor::from_vector<int64_t>(DType::kInt64, {size}, values);
@@ -92,10 +80,10 @@ TEST(LowerReduction, LogReductions) {
   for (int64_t keepdims : {0, 1}) {
     expect_matches_cpu(reduce("ReduceLogSum", positive, {1}, keepdims));
     expect_matches_cpu(reduce("ReduceLogSum", positive, {-1, 0}, keepdims));
-    expect_matches_cpu(reduce("ReduceLogSumExp", scaled({3, 4, 5}, 6, 200), {1}, keepdims));
-    expect_matches_cpu(reduce("ReduceLogSumExp", scaled({3, 4, 5}, 7, 3), {2, 0}, keepdims));
+    expect_matches_cpu(reduce("ReduceLogSumExp", random_scaled({3, 4, 5}, 200, 6), {1}, keepdims));
+    expect_matches_cpu(reduce("ReduceLogSumExp", random_scaled({3, 4, 5}, 3, 7), {2, 0}, keepdims));
   }
-  expect_matches_cpu({"ReduceLogSumExp", {scaled({4, 6}, 8, 5)}});
+  expect_matches_cpu({"ReduceLogSumExp", {random_scaled({4, 6}, 5, 8)}});
 }
 
 TEST(LowerReduction, LogSumExpOfNonFiniteRows) {
@@ -242,7 +230,7 @@ TEST(LowerReduction, ArgMaxOfExtremesAndNarrowTypes) {
 }
 
 TEST(LowerReduction, SoftmaxAndLogSoftmaxAlongEachAxis) {
-  const Tensor data = scaled({2, 3, 6}, 14, 4);
+  const Tensor data = random_scaled({2, 3, 6}, 4, 14);
   for (const char* op : {"Softmax", "LogSoftmax"}) {
     SCOPED_TRACE(op);
     expect_matches_cpu({op, {data}});  // axis -1
@@ -250,7 +238,8 @@ TEST(LowerReduction, SoftmaxAndLogSoftmaxAlongEachAxis) {
       expect_matches_cpu({op, {data}, {{"axis", axis}}});
     }
     // Logits far past exp's range only work shifted by the maximum.
-    expect_matches_cpu({op, {scaled({4, 7}, 15, 300)}, {{"axis", int64_t{1}}}, {}, 1, 1e-5, 1e-5});
+    expect_matches_cpu(
+        {op, {random_scaled({4, 7}, 300, 15)}, {{"axis", int64_t{1}}}, {}, 1, 1e-5, 1e-5});
   }
 }
 
@@ -264,7 +253,7 @@ TEST(LowerReduction, SoftmaxOfMaskedRows) {
 }
 
 TEST(LowerReduction, LayerNormalizationLastAxis) {
-  const Tensor x = scaled({2, 3, 8}, 16, 3);
+  const Tensor x = random_scaled({2, 3, 8}, 3, 16);
   const Tensor scale = random(DType::kFloat32, {8}, 17);
   const Tensor bias = random(DType::kFloat32, {8}, 18);
   expect_matches_cpu({"LayerNormalization", {x, scale, bias}, {}, {}, 1, 1e-5, 1e-5});
@@ -279,7 +268,7 @@ TEST(LowerReduction, LayerNormalizationLastAxis) {
 }
 
 TEST(LowerReduction, LayerNormalizationOverSeveralAxesWithStatistics) {
-  const Tensor x = scaled({2, 3, 4, 5}, 19, 2);
+  const Tensor x = random_scaled({2, 3, 4, 5}, 2, 19);
   for (int64_t axis : {1, -2}) {
     SCOPED_TRACE(axis);
     // Scale over the normalised dims, bias broadcast from a trailing dim.
@@ -391,7 +380,7 @@ Tensor rounded_to_half(const Tensor& floats) {
 
 TEST(LowerReduction, HalfPrecisionComputesInFloat) {
   // The CPU backend has no float16 kernels: compare with it in float32 on the same values.
-  const Tensor x = rounded_to_half(scaled({4, 64}, 24, 4));
+  const Tensor x = rounded_to_half(random_scaled({4, 64}, 4, 24));
   const Tensor scale = rounded_to_half(random(DType::kFloat32, {64}, 25));
   const auto build = [&](bool half) {
     const auto as = [half](const Tensor& t) { return half ? to_half(t) : t; };

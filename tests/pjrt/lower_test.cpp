@@ -10,11 +10,6 @@
 namespace tandem::pjrt::testing {
 namespace {
 
-Tensor random(DType dtype, Shape shape, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  return random_tensor(dtype, shape, rng);
-}
-
 TEST(Lowering, AddBroadcasts) {
   expect_matches_cpu(
       {"Add", {random(DType::kFloat32, {2, 3, 4}, 1), random(DType::kFloat32, {3, 1}, 2)}});

@@ -1,13 +1,26 @@
 #include "pjrt_op_util.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "backends/cpu/cpu_device.h"
 #include "backends/pjrt/lower.h"
 #include "ir/infer.h"
 #include "runtime/executor.h"
+#include "util/random_tensor.h"
 
 namespace tandem::pjrt::testing {
+
+Tensor random(DType dtype, Shape shape, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  return random_tensor(dtype, shape, rng);
+}
+
+Tensor random_scaled(Shape shape, float scale, uint64_t seed) {
+  Tensor tensor = random(DType::kFloat32, std::move(shape), seed);
+  for (int64_t i = 0; i < tensor.numel(); ++i) tensor.data<float>()[i] *= scale;
+  return tensor;
+}
 
 PjrtDevice& cpu_plugin_device() {
   static PjrtDevice device("pjrt0", std::make_shared<PjrtSession>(
@@ -46,6 +59,41 @@ Graph one_node_graph(const OpCase& op) {
   return graph;
 }
 
+std::vector<Tensor> fed_inputs(const OpCase& op) {
+  std::vector<Tensor> fed;
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    if (op.inputs[i].defined() && !(i < op.constant.size() && op.constant[i])) {
+      fed.push_back(op.inputs[i]);
+    }
+  }
+  return fed;
+}
+
+void expect_identical_to_cpu(const OpCase& op) {
+  const Graph graph = one_node_graph(op);
+  ASSERT_EQ(graph.nodes.size(), 1u) << op.op_type << ": shape inference folded the node away";
+  ASSERT_EQ(lowering_refusal(graph.nodes[0], graph), "") << op.op_type;
+  const std::vector<Tensor> fed = fed_inputs(op);
+  cpu::CpuDevice cpu;
+  const std::vector<Tensor> expected = GraphExecutor(graph, cpu).run(fed);
+  const std::vector<Tensor> actual = GraphExecutor(graph, cpu_plugin_device()).run(fed);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t o = 0; o < expected.size(); ++o) {
+    ASSERT_EQ(actual[o].dtype(), expected[o].dtype()) << op.op_type << " output " << o;
+    ASSERT_EQ(actual[o].shape(), expected[o].shape()) << op.op_type << " output " << o;
+    const size_t size = dtype_size(expected[o].dtype());
+    const std::vector<double> a = actual[o].to_doubles(), e = expected[o].to_doubles();
+    for (size_t i = 0; i < e.size(); ++i) {
+      if (std::isnan(e[i]) && std::isnan(a[i])) continue;
+      EXPECT_EQ(std::memcmp(static_cast<const char*>(actual[o].raw()) + i * size,
+                            static_cast<const char*>(expected[o].raw()) + i * size, size),
+                0)
+          << op.op_type << " output " << o << " [" << i << "] (" << dtype_name(expected[o].dtype())
+          << "): pjrt " << a[i] << ", cpu " << e[i];
+    }
+  }
+}
+
 std::string refusal(const OpCase& op) {
   const Graph graph = one_node_graph(op);
   if (graph.nodes.size() != 1) {
@@ -59,12 +107,7 @@ void expect_matches_cpu(const OpCase& op) {
   const Graph graph = one_node_graph(op);
   ASSERT_EQ(graph.nodes.size(), 1u) << op.op_type << ": shape inference folded the node away";
   ASSERT_EQ(lowering_refusal(graph.nodes[0], graph), "") << op.op_type;
-  std::vector<Tensor> fed;
-  for (size_t i = 0; i < op.inputs.size(); ++i) {
-    if (op.inputs[i].defined() && !(i < op.constant.size() && op.constant[i])) {
-      fed.push_back(op.inputs[i]);
-    }
-  }
+  const std::vector<Tensor> fed = fed_inputs(op);
   cpu::CpuDevice cpu;
   GraphExecutor on_cpu(graph, cpu);
   GraphExecutor on_pjrt(graph, cpu_plugin_device());

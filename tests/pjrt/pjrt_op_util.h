@@ -11,6 +11,11 @@
 
 namespace tandem::pjrt::testing {
 
+// Seeded test data as `tandem run` makes it (floats in [-1, 1), integers in [0, 4)).
+Tensor random(DType dtype, Shape shape, uint64_t seed);
+// Floats uniform in [-scale, scale).
+Tensor random_scaled(Shape shape, float scale, uint64_t seed);
+
 // The process's device on the xla-cpu-pjrt plugin (memory-only cache).
 PjrtDevice& cpu_plugin_device();
 
@@ -29,6 +34,14 @@ Graph one_node_graph(const OpCase& op);
 // Lowers the node (the lowering must accept it), runs it on the plugin and on the CPU backend,
 // and expects the same dtypes, shapes and values (exact for integers and bools).
 void expect_matches_cpu(const OpCase& op);
+
+// As expect_matches_cpu, but the outputs must be the same bytes (NaN payloads aside): for data
+// movement and casts, where a difference must not hide in a tolerance, and for int64 values
+// beyond what doubles hold.
+void expect_identical_to_cpu(const OpCase& op);
+
+// The inputs a one-node graph takes at run time: the defined ones that are not constants.
+std::vector<Tensor> fed_inputs(const OpCase& op);
 
 // Why the lowering refuses the node (empty when it takes it).
 std::string refusal(const OpCase& op);

@@ -6,6 +6,7 @@
 
 #include "backends/cpu/dispatch.h"
 #include "backends/cpu/tensor_kernels.h"
+#include "ir/op_schema.h"
 
 namespace tandem::cpu {
 namespace {
@@ -25,20 +26,8 @@ void size(const Node&, std::span<const Tensor> inputs, std::span<Tensor> outputs
 }
 
 void constant(const Node& node, std::span<const Tensor>, std::span<Tensor> outputs) {
-  Tensor& out = outputs[0];
-  if (const Tensor* value = node.attr_tensor("value")) {
-    std::memcpy(out.raw(), value->raw(), out.nbytes());
-  } else if (node.has("value_float")) {
-    out.data<float>()[0] = node.attr_float("value_float", 0);
-  } else if (node.has("value_floats")) {
-    const std::vector<float> values = node.attr_floats("value_floats");
-    std::copy(values.begin(), values.end(), out.data<float>());
-  } else if (node.has("value_int")) {
-    out.data<int64_t>()[0] = node.attr_int("value_int", 0);
-  } else {
-    const std::vector<int64_t> values = node.attr_ints("value_ints");
-    std::copy(values.begin(), values.end(), out.data<int64_t>());
-  }
+  const Tensor value = constant_node_value(node);
+  std::memcpy(outputs[0].raw(), value.raw(), outputs[0].nbytes());
 }
 
 void constant_of_shape(const Node& node, std::span<const Tensor>, std::span<Tensor> outputs) {

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "backends/pjrt/lower_rules.h"
+#include "ir/op_schema.h"
 #include "ir/ops/tensor_layout.h"
 
 namespace tandem::pjrt {
@@ -280,30 +281,8 @@ void lower_size(LowerContext& context, const Node& node) {
                          Tensor::from_vector(DType::kInt64, {}, std::vector<int64_t>{count})));
 }
 
-// The tensor a Constant node holds, from whichever attribute carries it.
-Tensor constant_attribute(const Node& node) {
-  if (const Tensor* value = node.attr_tensor("value")) return *value;
-  if (node.has("value_float")) {
-    return Tensor::from_vector(DType::kFloat32, {},
-                               std::vector<float>{node.attr_float("value_float", 0)});
-  }
-  if (node.has("value_floats")) {
-    const std::vector<float> values = node.attr_floats("value_floats");
-    return Tensor::from_vector(DType::kFloat32, {static_cast<int64_t>(values.size())}, values);
-  }
-  if (node.has("value_int")) {
-    return Tensor::from_vector(DType::kInt64, {},
-                               std::vector<int64_t>{node.attr_int("value_int", 0)});
-  }
-  if (node.has("value_ints")) {
-    const std::vector<int64_t> values = node.attr_ints("value_ints");
-    return Tensor::from_vector(DType::kInt64, {static_cast<int64_t>(values.size())}, values);
-  }
-  throw LoweringRefused("Constant without a numeric value attribute");
-}
-
 void lower_constant(LowerContext& context, const Node& node) {
-  context.set_output(node, 0, context.builder().constant(constant_attribute(node)));
+  context.set_output(node, 0, context.builder().constant(constant_node_value(node)));
 }
 
 void lower_constant_of_shape(LowerContext& context, const Node& node) {

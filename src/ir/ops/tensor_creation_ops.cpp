@@ -34,7 +34,8 @@ std::vector<InferredOutput> infer_size(const InferContext& ctx) {
   return {out};
 }
 
-// The tensor a Constant node holds, from whichever attribute carries it.
+// Checks that a Constant node carries exactly one value attribute Tandem supports, and returns
+// the tensor it holds.
 Tensor constant_value(const InferContext& ctx) {
   const Node& node = ctx.node();
   for (const char* unsupported : {"sparse_value", "value_string", "value_strings"}) {
@@ -46,18 +47,7 @@ Tensor constant_value(const InferContext& ctx) {
     count += node.has(name) ? 1 : 0;
   }
   if (count != 1) ctx.fail("exactly one value attribute is required");
-  if (const Tensor* value = node.attr_tensor("value")) return *value;
-  if (node.has("value_float")) {
-    return Tensor::from_vector(DType::kFloat32, {},
-                               std::vector<float>{node.attr_float("value_float", 0)});
-  }
-  if (node.has("value_floats")) {
-    const std::vector<float> values = node.attr_floats("value_floats");
-    return Tensor::from_vector(DType::kFloat32, {static_cast<int64_t>(values.size())}, values);
-  }
-  if (node.has("value_int")) return int64_tensor({}, {node.attr_int("value_int", 0)});
-  const std::vector<int64_t> values = node.attr_ints("value_ints");
-  return int64_tensor({static_cast<int64_t>(values.size())}, values);
+  return constant_node_value(node);
 }
 
 std::vector<InferredOutput> infer_constant(const InferContext& ctx) {
@@ -179,3 +169,25 @@ void register_creation_ops(OpRegistry& registry) {
 }
 
 }  // namespace tandem::tensor_ops
+
+namespace tandem {
+
+Tensor constant_node_value(const Node& node) {
+  if (const Tensor* value = node.attr_tensor("value")) return *value;
+  if (node.has("value_float")) {
+    return Tensor::from_vector(DType::kFloat32, {},
+                               std::vector<float>{node.attr_float("value_float", 0)});
+  }
+  if (node.has("value_floats")) {
+    const std::vector<float> values = node.attr_floats("value_floats");
+    return Tensor::from_vector(DType::kFloat32, {static_cast<int64_t>(values.size())}, values);
+  }
+  if (node.has("value_int")) {
+    return Tensor::from_vector(DType::kInt64, {},
+                               std::vector<int64_t>{node.attr_int("value_int", 0)});
+  }
+  const std::vector<int64_t> values = node.attr_ints("value_ints");
+  return Tensor::from_vector(DType::kInt64, {static_cast<int64_t>(values.size())}, values);
+}
+
+}  // namespace tandem
