@@ -1,6 +1,7 @@
 #include "cli/backends.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 #include "backends/cpu/cpu_device.h"
@@ -13,7 +14,7 @@
 
 namespace tandem::cli {
 
-std::vector<std::unique_ptr<Device>> make_devices(const Cluster& cluster) {
+std::vector<std::unique_ptr<Device>> make_devices(const Cluster& cluster, bool progress) {
   const std::vector<int> available = cpu::available_cores();
   std::vector<std::unique_ptr<Device>> devices;
   size_t next_core = 0;
@@ -32,6 +33,11 @@ std::vector<std::unique_ptr<Device>> make_devices(const Cluster& cluster) {
     if (spec.backend == BackendKind::kPjrt) {
       const std::string plugin = pjrt::plugin_path(spec.plugin);
       auto session = pjrt::PjrtSession::open(plugin);
+      if (progress) {
+        session->progress = [](const std::string& what) {
+          std::fprintf(stderr, "%s\n", what.c_str());
+        };
+      }
       const size_t ordinal = next_ordinal[plugin]++;
       if (ordinal >= session->client.addressable_device_count()) {
         throw InputError(cluster.file,

@@ -12,7 +12,8 @@ namespace tandem::cli {
 // One device per cluster device: CPU devices on their own consecutive cores of this machine
 // (`cores` of the spec; 0 = all), PJRT devices on their plugin's addressable devices in the
 // order they are declared; null for a backend this build or machine has none of.
-std::vector<std::unique_ptr<Device>> make_devices(const Cluster& cluster);
+// With `progress`, compiled devices say on stderr what they compile as they start.
+std::vector<std::unique_ptr<Device>> make_devices(const Cluster& cluster, bool progress = false);
 
 // What the compiled backends did so far, per PJRT plugin: programs compiled or found in the
 // executable cache (in memory, on disk) and the time spent; how program inputs reached the

@@ -204,7 +204,7 @@ int run_on_cluster(const RunOptions& options, const ImportedModel& model,
   const CostModel cost(cluster);
   PlanOptions plan_options;
   plan_options.batch = batch_of(graph);
-  const auto devices = make_devices(cost.cluster());
+  const auto devices = make_devices(cost.cluster(), isatty(fileno(stderr)) && !options.json);
   const PlanningProblem problem(graph, cost.cluster(), cost, plan_options);
   ClusterRun run;
   std::string failover_note;

@@ -65,8 +65,9 @@ std::string ExecutableCache::default_directory() {
   return {};
 }
 
-std::shared_ptr<const PjrtExecutable> ExecutableCache::get(const PjrtClient& client,
-                                                           const std::string& module) {
+std::shared_ptr<const PjrtExecutable> ExecutableCache::get(
+    const PjrtClient& client, const std::string& module,
+    const std::function<void()>& before_compile) {
   // One plugin's executables are not another's: the plugin and its version are in the key.
   const std::string identity =
       client.plugin().path() + "\n" + std::to_string(client.plugin().api_major()) + "." +
@@ -100,6 +101,7 @@ std::shared_ptr<const PjrtExecutable> ExecutableCache::get(const PjrtClient& cli
     }
   }
   if (!executable) {
+    if (before_compile) before_compile();
     const auto start = std::chrono::steady_clock::now();
     executable = std::make_shared<PjrtExecutable>(client.compile_mlir(module));
     ++stats_.compiles;

@@ -1,6 +1,7 @@
 #pragma once
 // Compiled executables by module text: in memory for the process, and on disk (serialised by
 // the plugin) so that a second run of the same segment skips compilation.
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -26,8 +27,10 @@ class ExecutableCache {
   explicit ExecutableCache(std::string directory = {});
 
   // The executable of `module` for `client`, compiled at most once per process and, with a
-  // directory, once per machine and plugin.
-  std::shared_ptr<const PjrtExecutable> get(const PjrtClient& client, const std::string& module);
+  // directory, once per machine and plugin. `before_compile` is called when it must compile
+  // (progress for the user: compiling takes seconds on large segments).
+  std::shared_ptr<const PjrtExecutable> get(const PjrtClient& client, const std::string& module,
+                                            const std::function<void()>& before_compile = {});
 
   Stats stats() const;
   const std::string& directory() const { return directory_; }

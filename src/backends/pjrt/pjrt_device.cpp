@@ -40,12 +40,19 @@ bool same_dims(const PjrtBuffer& buffer, const Tensor& tensor) {
 // A lowered graph, compiled, with its weights uploaded once.
 class PjrtProgram : public GraphProgram {
  public:
-  PjrtProgram(const Graph& graph, std::shared_ptr<PjrtSession> session, size_t device)
+  PjrtProgram(const Graph& graph, std::shared_ptr<PjrtSession> session, size_t device,
+              const std::string& device_name)
       : session_(std::move(session)),
         device_(device),
         target_(session_->client.addressable_device(device)) {
     const LoweredGraph lowered = lower_graph(graph);
-    executable_ = session_->cache.get(session_->client, lowered.module);
+    executable_ = session_->cache.get(session_->client, lowered.module, [&] {
+      if (session_->progress) {
+        const size_t ops = graph.nodes.size();
+        session_->progress(device_name + ": compiling a segment of " + std::to_string(ops) +
+                           (ops == 1 ? " op" : " ops") + " with XLA");
+      }
+    });
     if (executable_->num_outputs() != graph.outputs.size()) {
       throw std::logic_error("PJRT program has " + std::to_string(executable_->num_outputs()) +
                              " outputs for a graph with " + std::to_string(graph.outputs.size()));
@@ -160,7 +167,7 @@ bool PjrtDevice::supports(const Node& node) const {
 }
 
 std::unique_ptr<GraphProgram> PjrtDevice::compile_graph(const Graph& graph) {
-  return std::make_unique<PjrtProgram>(graph, session_, device_);
+  return std::make_unique<PjrtProgram>(graph, session_, device_, name_);
 }
 
 Tensor PjrtDevice::receive(const Tensor& tensor) {

@@ -1,6 +1,7 @@
 #pragma once
 // A PJRT device as a Tandem device: graphs (plan segments) are lowered to StableHLO, compiled
 // through the plugin once (executable cache) and run as one program each.
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -45,6 +46,8 @@ struct PjrtSession {
   PjrtClient client;
   ExecutableCache cache;
   ResidentBuffers resident;
+  // Told before each compilation ("pjrt0: compiling a segment of 47 ops"), when set.
+  std::function<void(const std::string&)> progress;
 
   // The session of the plugin at `path`, made on first use with the default cache directory
   // (ExecutableCache::default_directory(); $TANDEM_CACHE_DIR=off keeps it in memory).
