@@ -152,7 +152,18 @@ ClusterRun run_plan(const RunOptions& options, const Graph& graph, const Plan& p
 
 Plan make_plan(const RunOptions& options, const PlanningProblem& problem,
                const std::string& strategy) {
-  if (!options.plan.empty() && strategy.empty()) return read_plan(options.plan, problem);
+  if (!options.plan.empty() && strategy.empty()) {
+    Plan plan = read_plan(options.plan, problem);
+    for (const Segment& segment : plan.segments) {
+      const DeviceSpec& device = problem.cluster().devices[segment.device];
+      if (!problem.allowed(segment.device)) {
+        throw InputError(options.plan, "it runs ops on " + device.id + " (backend " +
+                                           std::string(backend_name(device.backend)) +
+                                           "), which this build of Tandem cannot run");
+      }
+    }
+    return plan;
+  }
   const std::optional<Plan> plan =
       make_strategy(strategy.empty() ? "auto" : strategy, problem.cluster())->plan(problem);
   if (!plan) throw InputError(options.cluster, "no plan of the model fits this cluster");
@@ -205,6 +216,14 @@ int run_on_cluster(const RunOptions& options, const ImportedModel& model,
   PlanOptions plan_options;
   plan_options.batch = batch_of(graph);
   const auto devices = make_devices(cost.cluster(), isatty(fileno(stderr)) && !options.json);
+  // Plan only onto devices this build can run (a cuda device before that backend exists, a
+  // pjrt device in a build without PJRT, backend: none).
+  for (size_t d = 0; d < devices.size(); ++d) {
+    if (!devices[d]) plan_options.excluded.push_back(cost.cluster().devices[d].id);
+  }
+  if (plan_options.excluded.size() == devices.size()) {
+    throw InputError(options.cluster, "no device of the cluster has a backend this build runs");
+  }
   const PlanningProblem problem(graph, cost.cluster(), cost, plan_options);
   ClusterRun run;
   std::string failover_note;
