@@ -1,6 +1,7 @@
 #include "calibrate/calibrate.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "backends/cpu/cpu_device.h"
 #include "calibrate/bench_graph.h"
@@ -126,12 +127,15 @@ class Suite {
 
   // A benchmark's kernel time: on a compiled device the program's run, less what running any
   // program costs beyond one op's share (moving arguments in and results out, the launch).
-  // When that fixed cost is most of the run, no clean kernel time can be had: the run is kept
-  // whole (an overestimate of small ops, never a fantastic peak).
-  double kernel_seconds(OpBench& bench) {
+  // When that fixed cost is most of the run, the difference is noise: no kernel time (nullopt),
+  // and the benchmark is recorded but left out of the curves and peaks.
+  std::optional<double> kernel_seconds(OpBench& bench) {
     const double run = bench.node_seconds(repetition_);
-    return run - program_extra_ >= 0.5 * run ? run - program_extra_ : run;
+    if (program_extra_ > 0 && run - program_extra_ < 0.5 * run) return std::nullopt;
+    return run - program_extra_;
   }
+  static constexpr const char* kSwamped =
+      "whole program run: its fixed cost is most of it, so this size is left out of the curve";
 
   void record(const std::string& name, double value, const std::string& unit,
               const std::string& method) {
@@ -146,10 +150,14 @@ class Suite {
       OpBench bench(device_,
                     single_op_graph("MatMul", {{{DType::kFloat32, {shape.m, shape.k}}},
                                                {{DType::kFloat32, {shape.k, shape.n}}, true}}));
-      const double seconds = kernel_seconds(bench);
-      profile_.gemm_curve.push_back({shape.m, shape.n, shape.k, seconds});
-      const double rate = bench.cost().flops / seconds;
       const std::string name = "gemm " + joined({shape.m, shape.n, shape.k});
+      const std::optional<double> seconds = kernel_seconds(bench);
+      if (!seconds) {
+        record(name, bench.cost().flops / bench.run_seconds(repetition_), "FLOP/s", kSwamped);
+        continue;
+      }
+      profile_.gemm_curve.push_back({shape.m, shape.n, shape.k, *seconds});
+      const double rate = bench.cost().flops / *seconds;
       record(name, rate, "FLOP/s",
              "fp32 MatMul m x n x k, constant B, kernel time, " + median_note());
       if (rate > best_rate) {
@@ -175,10 +183,16 @@ class Suite {
               {{"kernel_shape", std::vector<int64_t>{shape.kernel, shape.kernel}},
                {"strides", std::vector<int64_t>{shape.stride, shape.stride}},
                {"pads", std::vector<int64_t>{pad, pad, pad, pad}}}));
-      record("conv " + joined({shape.batch, shape.channels, shape.height, shape.width}) + " -> " +
-                 std::to_string(shape.filters) + " k" + std::to_string(shape.kernel) + " s" +
-                 std::to_string(shape.stride),
-             bench.cost().flops / kernel_seconds(bench), "FLOP/s",
+      const std::string name = "conv " +
+                               joined({shape.batch, shape.channels, shape.height, shape.width}) +
+                               " -> " + std::to_string(shape.filters) + " k" +
+                               std::to_string(shape.kernel) + " s" + std::to_string(shape.stride);
+      const std::optional<double> seconds = kernel_seconds(bench);
+      if (!seconds) {
+        record(name, bench.cost().flops / bench.run_seconds(repetition_), "FLOP/s", kSwamped);
+        continue;
+      }
+      record(name, bench.cost().flops / *seconds, "FLOP/s",
              "fp32 Conv with bias, constant weights, kernel time, " + median_note());
     }
   }
@@ -191,12 +205,17 @@ class Suite {
     for (int64_t elements : bandwidth_sizes(options_.quick)) {
       const TensorType operand{DType::kFloat32, {elements}};
       OpBench bench(device_, single_op_graph("Add", {{operand}, {operand}}));
-      const double seconds = kernel_seconds(bench);
-      profile_.bandwidth_curve.push_back({bench.cost().bytes, seconds});
-      rate = bench.cost().bytes / seconds;
+      const std::string name = "elementwise bandwidth " + binary_size(bench.cost().bytes);
+      const std::optional<double> seconds = kernel_seconds(bench);
+      if (!seconds) {
+        record(name, bench.cost().bytes / bench.run_seconds(repetition_), "B/s", kSwamped);
+        continue;
+      }
+      profile_.bandwidth_curve.push_back({bench.cost().bytes, *seconds});
+      rate = bench.cost().bytes / *seconds;
       method = "fp32 Add of two " + binary_size(static_cast<double>(elements) * 4) +
                " tensors, bytes read + written / kernel time, " + median_note();
-      record("elementwise bandwidth " + binary_size(bench.cost().bytes), rate, "B/s", method);
+      record(name, rate, "B/s", method);
     }
     // The largest operands are past the caches: main memory.
     profile_.figures.memory_bandwidth = measured(rate, method);
@@ -207,7 +226,9 @@ class Suite {
   // faithfully. The transcendental ops are timed too: their rates (kernel time less the
   // dispatch overhead) go to `vector_op_rates`, which the cost model uses for their types.
   void vector_throughput() {
-    const int64_t rows = 64, columns = 256;  // 64 KiB per tensor: in cache
+    // 64 KiB per tensor: in cache. A compiled device's program costs tens of microseconds
+    // whatever it does, so its tiles are 16 times larger (1 MiB: in the last-level cache).
+    const int64_t rows = device_.compiled() ? 1024 : 64, columns = 256;
     const TensorType tile{DType::kFloat32, {rows, columns}};
     const TensorType row{DType::kFloat32, {columns}};
     struct Candidate {
@@ -230,7 +251,13 @@ class Suite {
     std::string best_op;
     for (Candidate& candidate : candidates) {
       OpBench bench(device_, std::move(candidate.graph));
-      const double seconds = kernel_seconds(bench);
+      const std::optional<double> kernel = kernel_seconds(bench);
+      if (!kernel) {
+        record("vector fp32 (" + candidate.op + ")",
+               bench.cost().flops / bench.run_seconds(repetition_), "FLOP/s", kSwamped);
+        continue;
+      }
+      const double seconds = *kernel;
       const double rate = bench.cost().flops / seconds;
       record("vector fp32 (" + candidate.op + ")", rate, "FLOP/s",
              "fp32 " + candidate.op + " over " + joined({rows, columns}) +
