@@ -78,8 +78,8 @@ void lower_node(LowerContext& context, const Node& node) {
 
 }  // namespace
 
-LowerContext::LowerContext(HloBuilder& builder, const Graph& graph)
-    : builder_(builder), graph_(graph), values_(graph.values.size()) {}
+LowerContext::LowerContext(HloBuilder& builder, const Graph& graph, bool text_only)
+    : builder_(builder), graph_(graph), values_(graph.values.size()), text_only_(text_only) {}
 
 bool LowerContext::has_input(const Node& node, size_t i) const {
   return i < node.inputs.size() && node.inputs[i] >= 0;
@@ -139,7 +139,7 @@ HloValue LowerContext::value(int id) {
 HloValue LowerContext::input_permuted(const Node& node, size_t i,
                                       std::span<const int64_t> permutation) {
   const Tensor* known = constant(node, i);
-  if (!known) return builder_.transpose(input(node, i), permutation);
+  if (!known || text_only_) return builder_.transpose(input(node, i), permutation);
   return host_constant(permuted(*known, permutation));
 }
 
@@ -193,7 +193,7 @@ std::string lowering_refusal(const Node& node, const Graph& graph) {
   // A rule may refuse particular attributes or inputs: lower the node alone, in a scratch
   // function whose inputs are parameters (text only, nothing is compiled).
   HloBuilder builder;
-  LowerContext context(builder, graph);
+  LowerContext context(builder, graph, /*text_only=*/true);
   for (int id : node.inputs) {
     if (id >= 0 && !graph.values[static_cast<size_t>(id)].is_constant()) {
       context.add_input(id);

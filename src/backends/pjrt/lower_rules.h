@@ -21,7 +21,9 @@ class LoweringRefused : public std::runtime_error {
 
 class LowerContext {
  public:
-  LowerContext(HloBuilder& builder, const Graph& graph);
+  // `text_only`: the module is written to see whether the node lowers, never compiled, so
+  // weights are not permuted on the host (a check must stay cheap).
+  LowerContext(HloBuilder& builder, const Graph& graph, bool text_only = false);
 
   HloBuilder& builder() { return builder_; }
   const Graph& graph() const { return graph_; }
@@ -57,6 +59,7 @@ class LowerContext {
   const Graph& graph_;
   std::vector<std::optional<HloValue>> values_;
   std::vector<Tensor> constants_;
+  bool text_only_;
 };
 
 using LowerRule = void (*)(LowerContext& context, const Node& node);
