@@ -76,6 +76,40 @@ std::vector<CompileStats> compile_stats(const std::vector<std::unique_ptr<Device
   return stats;
 }
 
+std::vector<PluginProbe> probe_plugins(const Cluster& cluster) {
+  std::vector<PluginProbe> probes;
+#ifdef TANDEM_WITH_PJRT
+  for (const DeviceSpec& spec : cluster.devices) {
+    if (spec.backend != BackendKind::kPjrt) continue;
+    const std::string plugin = pjrt::plugin_path(spec.plugin);
+    auto probe = std::find_if(probes.begin(), probes.end(),
+                              [&](const PluginProbe& known) { return known.path == plugin; });
+    if (probe == probes.end()) {
+      const auto session = pjrt::PjrtSession::open(plugin);
+      PluginProbe fresh;
+      fresh.path = plugin;
+      fresh.api_version = std::to_string(session->client.plugin().api_major()) + "." +
+                          std::to_string(session->client.plugin().api_minor());
+      fresh.platform = session->client.platform_name();
+      for (const pjrt::PjrtDeviceInfo& device : session->client.devices()) {
+        if (device.addressable) fresh.device_kinds.push_back(device.kind);
+      }
+      probes.push_back(std::move(fresh));
+      probe = probes.end() - 1;
+    }
+    probe->cluster_devices.push_back(spec.id);
+  }
+#else
+  for (const DeviceSpec& spec : cluster.devices) {
+    if (spec.backend == BackendKind::kPjrt) {
+      throw InputError("--probe", "this build of Tandem has no PJRT backend to load " + spec.id +
+                                      "'s plugin with (scripts/setup.sh)");
+    }
+  }
+#endif
+  return probes;
+}
+
 void install_backend_checks() {
 #ifdef TANDEM_WITH_PJRT
   set_lowering_check(&pjrt::lowering_refusal);

@@ -28,6 +28,18 @@ struct CompileStats {
 };
 std::vector<CompileStats> compile_stats(const std::vector<std::unique_ptr<Device>>& devices);
 
+// What a PJRT plugin named by a cluster reports once loaded, and which cluster devices use it.
+struct PluginProbe {
+  std::string path;
+  std::string api_version;                // "0.81"
+  std::string platform;                   // "cpu", "tpu", "cuda"
+  std::vector<std::string> device_kinds;  // one per addressable device, in order
+  std::vector<std::string> cluster_devices;
+};
+// Loads every PJRT plugin the cluster's devices name; InputError when one cannot be loaded or
+// this build has no PJRT backend.
+std::vector<PluginProbe> probe_plugins(const Cluster& cluster);
+
 // Lets the planner ask the PJRT backend which nodes it lowers (where the backend is built).
 void install_backend_checks();
 

@@ -55,6 +55,7 @@ struct CalibrateOptions {
 struct DevicesOptions {
   std::string cluster;  // a cluster file; empty = this machine alone
   bool json = false;
+  bool probe = false;  // load the PJRT plugins and show what they report
 };
 
 struct PlanCommandOptions : ModelOptions {

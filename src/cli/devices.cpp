@@ -1,7 +1,9 @@
 // `tandem devices`: a cluster's devices, their figures and the links between them.
 #include <cctype>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
+#include "cli/backends.h"
 #include "cli/commands.h"
 #include "devices/cluster.h"
 #include "devices/cluster_json.h"
@@ -61,11 +63,37 @@ std::string render_devices(const Cluster& cluster) {
 
 int devices_command(const DevicesOptions& options) {
   const Cluster cluster = options.cluster.empty() ? local_cluster() : load_cluster(options.cluster);
+  const std::vector<PluginProbe> probes =
+      options.probe ? probe_plugins(cluster) : std::vector<PluginProbe>{};
   if (options.json) {
-    std::printf("%s\n", cluster_json(cluster).dump(2).c_str());
-  } else {
-    std::printf("%s", render_devices(cluster).c_str());
+    nlohmann::json json = cluster_json(cluster);
+    if (options.probe) {
+      json["plugins"] = nlohmann::json::array();
+      for (const PluginProbe& probe : probes) {
+        json["plugins"].push_back({{"path", probe.path},
+                                   {"api_version", probe.api_version},
+                                   {"platform", probe.platform},
+                                   {"device_kinds", probe.device_kinds},
+                                   {"cluster_devices", probe.cluster_devices}});
+      }
+    }
+    std::printf("%s\n", json.dump(2).c_str());
+    return kExitOk;
   }
+  std::string text = render_devices(cluster);
+  if (options.probe) {
+    Table plugins({"plugin", "PJRT API", "platform", "its devices", "cluster devices"});
+    for (const PluginProbe& probe : probes) {
+      std::string kinds, ids;
+      for (const std::string& kind : probe.device_kinds)
+        kinds += (kinds.empty() ? "" : ", ") + kind;
+      for (const std::string& id : probe.cluster_devices) ids += (ids.empty() ? "" : ", ") + id;
+      plugins.add_row({probe.path, probe.api_version, probe.platform, kinds, ids});
+    }
+    text += probes.empty() ? "\nno device of the cluster runs on a PJRT plugin\n"
+                           : "\n" + plugins.render();
+  }
+  std::printf("%s", text.c_str());
   return kExitOk;
 }
 

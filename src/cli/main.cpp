@@ -96,6 +96,9 @@ int main(int argc, char** argv) {
       "--cluster", devices.cluster,
       "cluster file (YAML, see docs/CLUSTERS.md); default: this machine's CPU");
   devices_verb->add_flag("--json", devices.json, "print JSON, with the source of every figure");
+  devices_verb->add_flag("--probe", devices.probe,
+                         "also load each PJRT plugin the cluster names and show its API version, "
+                         "platform and devices");
 
   PlanCommandOptions plan;
   CLI::App* plan_verb = app.add_subcommand(

@@ -95,6 +95,27 @@ class RunOnPjrt(unittest.TestCase):
         self.assertIn("TANDEM_PJRT_PLUGIN", result.stderr)
 
 
+class ProbePlugins(unittest.TestCase):
+    def test_probe_shows_what_the_plugin_reports(self):
+        result = tandem("devices", "--cluster", cluster(), "--probe", "--json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        plugins = json.loads(result.stdout)["plugins"]
+        self.assertEqual(len(plugins), 1)
+        self.assertEqual(plugins[0]["platform"], "cpu")
+        self.assertEqual(plugins[0]["cluster_devices"], ["pjrt0"])
+        self.assertGreaterEqual(len(plugins[0]["device_kinds"]), 1)
+        self.assertRegex(plugins[0]["api_version"], r"^0\.\d+$")
+        table = tandem("devices", "--cluster", cluster(), "--probe")
+        self.assertEqual(table.returncode, 0, table.stderr)
+        self.assertIn("PJRT API", table.stdout)
+
+    def test_probe_without_a_plugin_is_one_line_and_status_2(self):
+        result = tandem("devices", "--cluster", cluster(), "--probe", plugin=False)
+        self.assertEqual(result.returncode, 2)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+        self.assertIn("TANDEM_PJRT_PLUGIN", result.stderr)
+
+
 class BadPjrtClusters(unittest.TestCase):
     def run_with_cluster(self, text):
         with tempfile.TemporaryDirectory() as folder:
