@@ -1,5 +1,7 @@
 #include "backends/pjrt/executable_cache.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -30,9 +32,10 @@ std::string read_file(const fs::path& path) {
   return text.str();
 }
 
-// Writes through a temporary name and renames, so a reader never sees half a file.
+// Writes through a temporary name of this process and renames, so that a reader never sees
+// half a file and two processes filling the same entry never write into one file.
 void write_file(const fs::path& path, std::string_view bytes) {
-  const fs::path temporary = path.string() + ".tmp" + std::to_string(fnv1a(path.string()));
+  const fs::path temporary = path.string() + ".tmp" + std::to_string(getpid());
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     if (!out) return;
