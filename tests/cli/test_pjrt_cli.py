@@ -15,9 +15,12 @@ EXAMPLES = ""
 PLUGIN = ""
 
 
-def tandem(*args, plugin=True, cache=None, timeout=300):
+def tandem(*args, plugin=True, cache=None, fault=None, timeout=300):
     env = dict(os.environ)
     env.pop("TANDEM_PJRT_PLUGIN", None)
+    env.pop("TANDEM_FAULT", None)
+    if fault:
+        env["TANDEM_FAULT"] = fault
     if plugin:
         env["TANDEM_PJRT_PLUGIN"] = PLUGIN
     env["TANDEM_CACHE_DIR"] = cache if cache else "off"
@@ -81,6 +84,20 @@ class RunOnPjrt(unittest.TestCase):
             self.assertNotIn("NO", result.stdout)
             self.assertIn("pjrt0 busy", result.stdout)
             self.assertIn("cpu0 busy", result.stdout)
+
+    def test_failed_pjrt_device_fails_over_to_the_cpu_backend(self):
+        with tempfile.TemporaryDirectory() as folder:
+            plan = self.plan_file(folder, "resnet", "single:pjrt0")
+            run = [*model_args("resnet"), "--cluster", cluster(), "--plan", plan,
+                   "--iterations", "2"]
+            failed = tandem("run", *run, fault="fail:pjrt0:after=1")
+            self.assertEqual(failed.returncode, 4, failed.stderr)
+            self.assertIn("pjrt0", failed.stderr)
+            recovered = tandem("run", *run, "--failover", fault="fail:pjrt0:after=1")
+            self.assertEqual(recovered.returncode, 0, recovered.stderr)
+            self.assertIn("failover: pjrt0 failed", recovered.stdout)
+            self.assertIn("matches logits: yes", recovered.stdout)
+            self.assertIn("cpu0 busy", recovered.stdout)
 
     def test_op_without_lowering_is_named_by_the_planner(self):
         result = tandem("plan", *model_args("gpt")[:3], "--cluster", cluster(), "--strategy",
