@@ -69,18 +69,32 @@ std::vector<Tensor> fed_inputs(const OpCase& op) {
   return fed;
 }
 
-void expect_identical_to_cpu(const OpCase& op) {
+namespace {
+
+// The node lowered (it must be), run on the plugin and on the CPU backend; outputs of the same
+// dtypes and shapes, or a fatal failure.
+void run_on_both(const OpCase& op, std::vector<Tensor>& actual, std::vector<Tensor>& expected) {
   const Graph graph = one_node_graph(op);
   ASSERT_EQ(graph.nodes.size(), 1u) << op.op_type << ": shape inference folded the node away";
   ASSERT_EQ(lowering_refusal(graph.nodes[0], graph), "") << op.op_type;
   const std::vector<Tensor> fed = fed_inputs(op);
   cpu::CpuDevice cpu;
-  const std::vector<Tensor> expected = GraphExecutor(graph, cpu).run(fed);
-  const std::vector<Tensor> actual = GraphExecutor(graph, cpu_plugin_device()).run(fed);
+  expected = GraphExecutor(graph, cpu).run(fed);
+  actual = GraphExecutor(graph, cpu_plugin_device()).run(fed);
   ASSERT_EQ(actual.size(), expected.size());
   for (size_t o = 0; o < expected.size(); ++o) {
     ASSERT_EQ(actual[o].dtype(), expected[o].dtype()) << op.op_type << " output " << o;
     ASSERT_EQ(actual[o].shape(), expected[o].shape()) << op.op_type << " output " << o;
+  }
+}
+
+}  // namespace
+
+void expect_identical_to_cpu(const OpCase& op) {
+  std::vector<Tensor> actual, expected;
+  run_on_both(op, actual, expected);
+  if (::testing::Test::HasFatalFailure()) return;
+  for (size_t o = 0; o < expected.size(); ++o) {
     const size_t size = dtype_size(expected[o].dtype());
     const std::vector<double> a = actual[o].to_doubles(), e = expected[o].to_doubles();
     for (size_t i = 0; i < e.size(); ++i) {
@@ -104,19 +118,10 @@ std::string refusal(const OpCase& op) {
 }
 
 void expect_matches_cpu(const OpCase& op) {
-  const Graph graph = one_node_graph(op);
-  ASSERT_EQ(graph.nodes.size(), 1u) << op.op_type << ": shape inference folded the node away";
-  ASSERT_EQ(lowering_refusal(graph.nodes[0], graph), "") << op.op_type;
-  const std::vector<Tensor> fed = fed_inputs(op);
-  cpu::CpuDevice cpu;
-  GraphExecutor on_cpu(graph, cpu);
-  GraphExecutor on_pjrt(graph, cpu_plugin_device());
-  const std::vector<Tensor> expected = on_cpu.run(fed);
-  const std::vector<Tensor> actual = on_pjrt.run(fed);
-  ASSERT_EQ(actual.size(), expected.size());
+  std::vector<Tensor> actual, expected;
+  run_on_both(op, actual, expected);
+  if (::testing::Test::HasFatalFailure()) return;
   for (size_t o = 0; o < expected.size(); ++o) {
-    ASSERT_EQ(actual[o].dtype(), expected[o].dtype()) << op.op_type << " output " << o;
-    ASSERT_EQ(actual[o].shape(), expected[o].shape()) << op.op_type << " output " << o;
     const std::vector<double> a = actual[o].to_doubles(), e = expected[o].to_doubles();
     const bool exact = !is_floating(expected[o].dtype());
     for (size_t i = 0; i < e.size(); ++i) {

@@ -15,13 +15,13 @@
 #include "backends/pjrt/lower.h"
 #include "cost/cost_model.h"
 #include "devices/capabilities.h"
+#include "expect_outputs.h"
 #include "ir/fuse.h"
 #include "onnx/importer.h"
 #include "pjrt_op_util.h"
 #include "plan/strategies.h"
 #include "runtime/executor.h"
 #include "runtime/plan_executor.h"
-#include "util/compare.h"
 #include "util/npy.h"
 #include "util/random_tensor.h"
 
@@ -52,16 +52,6 @@ std::string first_refusal(const Graph& graph) {
   return "";
 }
 
-void expect_same(const std::vector<Tensor>& actual, const std::vector<Tensor>& expected) {
-  ASSERT_EQ(actual.size(), expected.size());
-  for (size_t i = 0; i < actual.size(); ++i) {
-    const Comparison comparison = compare_tensors(actual[i], expected[i]);
-    EXPECT_TRUE(comparison.matches)
-        << "output " << i << ": " << comparison.problem << " at " << comparison.worst_index << ": "
-        << comparison.actual << " vs " << comparison.expected;
-  }
-}
-
 TEST(ZooOnPjrt, EveryStaticModelMatchesOnnxRuntime) {
   // The models whose every op lowers; the others (If, Loop, TopK, NonZero, Trilu...) are
   // covered by the hybrid test below.
@@ -89,7 +79,7 @@ TEST(ZooOnPjrt, EveryStaticModelMatchesOnnxRuntime) {
     }
     GraphExecutor executor(graph, cpu_plugin_device());
     ASSERT_TRUE(executor.compiled());
-    expect_same(executor.run(inputs), expected);
+    tandem::testing::expect_same_outputs(executor.run(inputs), expected);
     run.insert(name);
   }
   EXPECT_EQ(run, static_models) << "run scripts/setup.sh to generate the zoo";
@@ -136,7 +126,7 @@ TEST(ZooOnPjrt, HybridPlanMatchesTheCpuBackendAlone) {
     EXPECT_TRUE(on_pjrt) << "no segment on the PJRT device";
     hybrid_plans += on_pjrt && on_cpu;
     PlanExecutor executor(graph, *plan, hybrid.devices());
-    expect_same(executor.run(inputs), expected);
+    tandem::testing::expect_same_outputs(executor.run(inputs), expected);
   }
   EXPECT_GE(hybrid_plans, 3) << "models with ops PJRT cannot run should be split across both";
 }
@@ -186,7 +176,7 @@ TEST(ZooOnPjrt, PipelineAcrossTwoDevicesOfOnePlugin) {
   cpu::CpuDevice reference("reference");
   const std::vector<Tensor> expected = GraphExecutor(model.graph, reference).run(inputs);
   PlanExecutor executor(model.graph, *plan, {&first, &second}, for_batch);
-  expect_same(executor.run(inputs), expected);
+  tandem::testing::expect_same_outputs(executor.run(inputs), expected);
   EXPECT_GT(executor.stats().busy_seconds[0], 0);
   EXPECT_GT(executor.stats().busy_seconds[1], 0);
   // What stage 1 hands to stage 2 goes device to device, and stage 2 uploads none of it.

@@ -13,6 +13,7 @@
 
 #include "backends/cpu/cpu_device.h"
 #include "cost/cost_model.h"
+#include "expect_outputs.h"
 #include "ir/error.h"
 #include "ir/fuse.h"
 #include "onnx/importer.h"
@@ -20,7 +21,6 @@
 #include "plan/strategies.h"
 #include "plan/strategy.h"
 #include "runtime/executor.h"
-#include "util/compare.h"
 #include "util/random_tensor.h"
 
 namespace tandem {
@@ -106,16 +106,6 @@ struct SplitCpu {
   }
 };
 
-void expect_same(const std::vector<Tensor>& actual, const std::vector<Tensor>& expected) {
-  ASSERT_EQ(actual.size(), expected.size());
-  for (size_t i = 0; i < actual.size(); ++i) {
-    const Comparison comparison = compare_tensors(actual[i], expected[i]);
-    EXPECT_TRUE(comparison.matches)
-        << "output " << i << ": " << comparison.problem << " at " << comparison.worst_index << ": "
-        << comparison.actual << " vs " << comparison.expected;
-  }
-}
-
 TEST(PlanExecutor, EveryStrategyOnEveryZooModelGivesTheSingleDeviceOutputs) {
   const std::vector<std::string> models = zoo_models();
   ASSERT_GE(models.size(), 10u) << "run scripts/setup.sh to generate the zoo";
@@ -137,7 +127,7 @@ TEST(PlanExecutor, EveryStrategyOnEveryZooModelGivesTheSingleDeviceOutputs) {
       // The planner only splits the batch of models whose inputs and outputs lead with it.
       const auto executor = std::make_unique<PlanExecutor>(model.graph, *plan, split.pointers(),
                                                            model.for_batch(), split.options());
-      expect_same(executor->run(inputs), expected);
+      tandem::testing::expect_same_outputs(executor->run(inputs), expected);
       int devices_used = 0;
       for (double busy : executor->stats().busy_seconds) devices_used += busy > 0;
       multi_device_runs += devices_used > 1;
@@ -164,7 +154,7 @@ TEST(PlanExecutor, PipelineStagesOverlap) {
   cpu::CpuDevice reference_device("reference");
   const std::vector<Tensor> expected = GraphExecutor(model.graph, reference_device).run(inputs);
   PlanExecutor executor(model.graph, *plan, split.pointers(), model.for_batch(), split.options());
-  expect_same(executor.run(inputs), expected);
+  tandem::testing::expect_same_outputs(executor.run(inputs), expected);
   const Timeline& timeline = executor.timeline();
   double overlap = 0;
   for (const TimelineSpan& a : timeline.spans) {

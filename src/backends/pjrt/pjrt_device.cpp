@@ -162,7 +162,7 @@ PjrtDevice::PjrtDevice(std::string name, std::shared_ptr<PjrtSession> session, s
 }
 
 bool PjrtDevice::supports(const Node& node) const {
-  const std::vector<std::string> types = lowered_op_types();
+  static const std::vector<std::string> types = lowered_op_types();  // sorted
   return node.domain.empty() && std::binary_search(types.begin(), types.end(), node.op_type);
 }
 
