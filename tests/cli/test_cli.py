@@ -114,8 +114,10 @@ class BadInput(unittest.TestCase):
         with open(zoo("bad", "cases.json")) as f:
             cases = json.load(f)
         self.assertGreaterEqual(len(cases), 20)
+        tried = passed = 0
         for case in cases:
             with self.subTest(case["name"]):
+                tried += 1
                 path = zoo("bad", case["file"])
                 if case["kind"] == "model":
                     result = tandem("inspect", path, timeout=20)
@@ -124,6 +126,9 @@ class BadInput(unittest.TestCase):
                     model = zoo(case["model"], "model.onnx")
                     result = tandem("run", model, "--dim", "batch=2", "--input", f"{case['input']}={path}", timeout=20)
                     self.check_one_line_error(result, path, case["expect"])
+                passed += 1
+        # Read by scripts/test.sh and scripts/sanitizers.sh for the CI summary.
+        print(f"bad-input suite: {tried} cases tried, {passed} passed", file=sys.stderr)
 
     def test_missing_model(self):
         self.check_one_line_error(tandem("run", "/no/such/model.onnx"), "/no/such/model.onnx", "no such file")
