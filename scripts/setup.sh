@@ -3,7 +3,9 @@
 #   1. apt packages (apt-get update only when something is missing)
 #   2. Python venv at $REPO/.venv (system site packages: Debian's torch must be visible)
 #   3. the test model zoo in $REPO/zoo (regenerated only when the generator scripts change)
-# Environment: TANDEM_SKIP_ZOO=1 skips step 3; TANDEM_FORCE_ZOO=1 regenerates it.
+#   4. the zoo's real-size tier in $REPO/zoo/real (the same way; ~3 min on 2 cores)
+# Environment: TANDEM_SKIP_ZOO=1 skips steps 3 and 4, TANDEM_SKIP_REAL_ZOO=1 step 4 only;
+# TANDEM_FORCE_ZOO=1 regenerates both.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -75,7 +77,10 @@ fi
 if ((need_zoo)); then
   log "generating model zoo in zoo/"
   start=$SECONDS
-  rm -rf "$REPO/zoo"
+  # everything but the real-size tier, which step 4 keeps up to date on its own
+  if [[ -d "$REPO/zoo" ]]; then
+    find "$REPO/zoo" -mindepth 1 -maxdepth 1 ! -name real -exec rm -rf {} +
+  fi
   "$PY" tools/make_zoo.py --out zoo
   "$PY" tools/make_bad_inputs.py --out zoo/bad
   # the manifest is the freshness stamp: make it the newest file
@@ -83,5 +88,34 @@ if ((need_zoo)); then
   log "zoo generated in $((SECONDS - start)) s"
 else
   log "zoo up to date (zoo/manifest.json newer than tools/)"
+fi
+
+# ---- 4. real-size tier of the zoo -------------------------------------------
+if [[ "${TANDEM_SKIP_REAL_ZOO:-0}" == "1" ]]; then
+  log "real-size zoo tier skipped (TANDEM_SKIP_REAL_ZOO=1)"
+  log "done"
+  exit 0
+fi
+REAL_MANIFEST="$REPO/zoo/real/manifest.json"
+need_real=0
+if [[ "${TANDEM_FORCE_ZOO:-0}" == "1" || ! -f "$REAL_MANIFEST" ]]; then
+  need_real=1
+else
+  for f in tools/make_real_zoo.py tools/zoo_common.py "$STAMP"; do
+    if [[ -f "$f" && "$f" -nt "$REAL_MANIFEST" ]]; then need_real=1; fi
+  done
+fi
+if ((need_real)); then
+  log "generating the real-size zoo tier in zoo/real/ (torchvision and torch exports, ~3 min)"
+  start=$SECONDS
+  rm -rf "$REPO/zoo/real"
+  # into a scratch folder first: an interrupted run leaves no manifest behind
+  rm -rf "$REPO/zoo/real.partial"
+  "$PY" tools/make_real_zoo.py --out zoo/real.partial
+  mv "$REPO/zoo/real.partial" "$REPO/zoo/real"
+  touch "$REAL_MANIFEST"
+  log "real-size zoo tier generated in $((SECONDS - start)) s"
+else
+  log "real-size zoo tier up to date (zoo/real/manifest.json newer than tools/)"
 fi
 log "done"
