@@ -191,6 +191,8 @@ def run_case(case, env, timeout, cwd):
                 result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
             except subprocess.TimeoutExpired:
                 return case.fail("timeout", f"{label}: no result after {timeout} s")
+            except OSError as error:  # e.g. the binary being relinked under us
+                return case.fail("-", f"{label}: cannot run {argv[0]}: {error}")
             if not last:
                 if result.returncode != 0:
                     return case.fail(result.returncode, f"{label}: " + first_error_line(result.stdout, result.stderr))
@@ -270,8 +272,12 @@ def main(argv=None):
             return 2
         env["TANDEM_PJRT_PLUGIN"] = plugin.stdout.strip()
 
-    run_help = help_text(tandem, "run", env)
-    plan_help = help_text(tandem, "plan", env)
+    try:
+        run_help = help_text(tandem, "run", env)
+        plan_help = help_text(tandem, "plan", env)
+    except (OSError, subprocess.SubprocessError) as error:
+        print(f"run_real_tier: cannot run {tandem}: {error}", file=sys.stderr)
+        return 2
     strategies = listed_strategies(plan_help)
     run_has_strategy = option_description(run_help, "--strategy") is not None
     plan_has_input = option_description(plan_help, "--input") is not None
