@@ -2,9 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <random>
+#include <thread>
+
 #include "backends/cpu/cpu_device.h"
 #include "ir/error.h"
 #include "ir/infer.h"
+#include "util/random_tensor.h"
 
 namespace tandem {
 namespace {
@@ -50,6 +55,40 @@ TEST(Executor, ChainReusesArenaBuffers) {
     // Relu then Neg, four times: -relu(x) after the first pair, then relu(-relu(x)) = 0.
     EXPECT_EQ(out.data<float>()[i], 0.0f) << i;
   }
+}
+
+// Regression: a plan's device worker runs kernels that the main thread compiled. oneDNN's
+// default scratchpad belonged to the compiling thread, so ResNet-18's 7x7 stem at 224x224 (an
+// im2col convolution with a large scratchpad) wrote out of bounds from the worker: SIGSEGV.
+TEST(Executor, KernelsCompiledOnOneThreadRunOnAnother) {
+  Graph graph;
+  graph.opset = 17;
+  const int x = graph.add_value("x", {DType::kFloat32, {1, 3, 224, 224}});
+  graph.inputs = {x};
+  std::mt19937_64 rng(3);
+  const int w = add_constant(graph, "w", random_tensor(DType::kFloat32, {64, 3, 7, 7}, rng));
+  Node conv;
+  conv.name = "stem";
+  conv.op_type = "Conv";
+  conv.inputs = {x, w};
+  conv.attributes = {{"kernel_shape", std::vector<int64_t>{7, 7}},
+                     {"strides", std::vector<int64_t>{2, 2}},
+                     {"pads", std::vector<int64_t>{3, 3, 3, 3}}};
+  conv.outputs = {graph.add_value("y")};
+  graph.nodes.push_back(conv);
+  graph.outputs = {conv.outputs[0]};
+  infer_graph(graph);
+  const Tensor input = random_tensor(DType::kFloat32, {1, 3, 224, 224}, rng);
+
+  cpu::CpuDevice device;
+  GraphExecutor here(graph, device);
+  const Tensor expected = here.run(std::vector<Tensor>{input})[0];
+  GraphExecutor compiled_here(graph, device);
+  Tensor from_worker;
+  std::thread worker([&] { from_worker = compiled_here.run(std::vector<Tensor>{input})[0]; });
+  worker.join();
+  ASSERT_EQ(from_worker.shape(), (Shape{1, 64, 112, 112}));
+  EXPECT_EQ(std::memcmp(from_worker.raw(), expected.raw(), expected.nbytes()), 0);
 }
 
 TEST(Executor, LoopCarriesStateAndStacksScans) {

@@ -17,6 +17,37 @@ dnnl::stream& dnnl_stream() {
   return stream;
 }
 
+dnnl::primitive_attr with_user_scratchpad(dnnl::primitive_attr attr) {
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+void execute_primitive(const dnnl::primitive& primitive,
+                       std::unordered_map<int, dnnl::memory> args) {
+  const dnnl_memory_desc_t* scratchpad =
+      dnnl_primitive_desc_query_md(primitive.get_primitive_desc(), dnnl_query_scratchpad_md, 0);
+  if (scratchpad != nullptr) {
+    const dnnl::memory::desc desc(*scratchpad);
+    if (const size_t bytes = desc.get_size()) {
+      // Its own buffer: kernels keep their blocked copies in thread_scratch meanwhile.
+      thread_local Tensor buffer;
+      if (static_cast<size_t>(buffer.numel()) < bytes)
+        buffer = Tensor::allocate(DType::kUInt8, {static_cast<int64_t>(bytes)});
+      args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(desc, dnnl_engine(), buffer.raw()));
+    }
+  }
+  primitive.execute(dnnl_stream(), args);
+}
+
+dnnl::reorder make_reorder(const dnnl::memory& from, const dnnl::memory& to) {
+  return dnnl::reorder(from, to, with_user_scratchpad());
+}
+
+void execute_reorder(const dnnl::reorder& reorder, const dnnl::memory& from,
+                     const dnnl::memory& to) {
+  execute_primitive(reorder, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+}
+
 dnnl::memory::dims to_dims(const Shape& shape) { return {shape.begin(), shape.end()}; }
 
 dnnl::memory::desc plain_desc(const dnnl::memory::dims& dims) {
@@ -28,7 +59,7 @@ dnnl::memory reorder_to(const dnnl::memory::desc& wanted, const dnnl::memory::de
   dnnl::memory source(user, dnnl_engine(), data);
   if (wanted == user) return source;
   dnnl::memory target(wanted, dnnl_engine());
-  dnnl::reorder(source, target).execute(dnnl_stream(), source, target);
+  execute_reorder(make_reorder(source, target), source, target);
   dnnl_stream().wait();
   return target;
 }

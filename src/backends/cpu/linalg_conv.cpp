@@ -85,7 +85,7 @@ class ConvKernel final : public Kernel {
     memory src = src_user_;
     if (src_reorder_) {
       src_buffer_.set_data_handle(scratch);
-      src_reorder_->execute(stream, src_user_, src_buffer_);
+      execute_reorder(*src_reorder_, src_user_, src_buffer_);
       src = src_buffer_;
     }
     memory weights = weights_memory(w, scratch + weights_offset_);
@@ -99,7 +99,7 @@ class ConvKernel final : public Kernel {
       // The sum post-op adds what the destination holds: the residual.
       if (residual_reorder_) {
         residual_user_.set_data_handle(residual.raw());
-        residual_reorder_->execute(stream, residual_user_, dst_buffer_);
+        execute_reorder(*residual_reorder_, residual_user_, dst_buffer_);
       } else {
         std::memcpy(out.raw(), residual.raw(), out.nbytes());
       }
@@ -110,8 +110,8 @@ class ConvKernel final : public Kernel {
       bias_.set_data_handle(bias.raw());
       args.emplace(DNNL_ARG_BIAS, bias_);
     }
-    primitive_->execute(stream, args);
-    if (dst_reorder_) dst_reorder_->execute(stream, dst_buffer_, dst_user_);
+    execute_primitive(*primitive_, args);
+    if (dst_reorder_) execute_reorder(*dst_reorder_, dst_buffer_, dst_user_);
     stream.wait();
   }
 
@@ -125,7 +125,7 @@ class ConvKernel final : public Kernel {
     weights_user_.set_data_handle(w.raw());
     if (!weights_reorder_) return weights_user_;
     weights_buffer_.set_data_handle(scratch);
-    weights_reorder_->execute(dnnl_stream(), weights_user_, weights_buffer_);
+    execute_reorder(*weights_reorder_, weights_user_, weights_buffer_);
     return weights_buffer_;
   }
 
@@ -201,7 +201,7 @@ class ConvKernel final : public Kernel {
     };
     const memory::desc src_plain = plain_desc(p.src), dst_plain = plain_desc(p.dst);
     const memory::desc bias_md = has_bias ? plain_desc({p.dst[1]}) : memory::desc();
-    dnnl::primitive_attr attr;
+    dnnl::primitive_attr attr = with_user_scratchpad();
     dnnl::post_ops post_ops;
     if (has_residual) post_ops.append_sum(1);
     activation_.append_to(post_ops);
@@ -246,20 +246,20 @@ class ConvKernel final : public Kernel {
     size_t bytes = 0;
     if (src_chosen != src_plain) {
       src_buffer_ = memory(src_chosen, engine, nullptr);
-      src_reorder_ = dnnl::reorder(src_user_, src_buffer_);
+      src_reorder_ = make_reorder(src_user_, src_buffer_);
       bytes = aligned(src_chosen.get_size());
     }
     dst_offset_ = bytes;
     if (dst_chosen != dst_plain) {
       dst_buffer_ = memory(dst_chosen, engine, nullptr);
-      dst_reorder_ = dnnl::reorder(dst_buffer_, dst_user_);
-      if (has_residual) residual_reorder_ = dnnl::reorder(residual_user_, dst_buffer_);
+      dst_reorder_ = make_reorder(dst_buffer_, dst_user_);
+      if (has_residual) residual_reorder_ = make_reorder(residual_user_, dst_buffer_);
       bytes += aligned(dst_chosen.get_size());
     }
     weights_offset_ = bytes;
     if (!constant_weights_.defined() && weights_desc_ != p.weights_user) {
       weights_buffer_ = memory(weights_desc_, engine, nullptr);
-      weights_reorder_ = dnnl::reorder(weights_user_, weights_buffer_);
+      weights_reorder_ = make_reorder(weights_user_, weights_buffer_);
       bytes += aligned(weights_desc_.get_size());
     }
     scratch_bytes_ = std::max<size_t>(bytes, 64);

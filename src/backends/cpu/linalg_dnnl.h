@@ -1,6 +1,7 @@
 #pragma once
 #include <dnnl.hpp>
 #include <memory>
+#include <unordered_map>
 
 #include "backends/device.h"
 #include "ir/error.h"
@@ -10,6 +11,20 @@ namespace tandem::cpu {
 // The process's oneDNN CPU engine, and a stream for the calling thread.
 const dnnl::engine& dnnl_engine();
 dnnl::stream& dnnl_stream();
+
+// oneDNN's default ("library") scratchpad is a buffer of the thread that created the primitive:
+// run from another thread -- a plan's device worker runs kernels compiled on the main thread --
+// a primitive writes into the running thread's buffer, absent or sized for other primitives
+// (a SIGSEGV on ResNet-18 at 224x224). So every primitive here is built with a user scratchpad
+// and run through execute_primitive, which passes one from the running thread.
+dnnl::primitive_attr with_user_scratchpad(dnnl::primitive_attr attr = dnnl::primitive_attr());
+// Runs a primitive built with with_user_scratchpad on the calling thread's stream.
+void execute_primitive(const dnnl::primitive& primitive,
+                       std::unordered_map<int, dnnl::memory> args);
+// A reorder between two memories, built with a user scratchpad, and its run.
+dnnl::reorder make_reorder(const dnnl::memory& from, const dnnl::memory& to);
+void execute_reorder(const dnnl::reorder& reorder, const dnnl::memory& from,
+                     const dnnl::memory& to);
 
 // A row-major float32 memory descriptor of these dims.
 dnnl::memory::desc plain_desc(const dnnl::memory::dims& dims);

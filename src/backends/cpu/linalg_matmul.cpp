@@ -88,7 +88,7 @@ void matmul_loop(const Tensor& a, const Tensor& b, Tensor& out, const FusedActiv
 dnnl::matmul::primitive_desc create_matmul(const Node& node, const dnnl::matmul::desc& desc,
                                            const dnnl::primitive_attr& attr) {
   try {
-    return dnnl::matmul::primitive_desc(desc, attr, dnnl_engine());
+    return dnnl::matmul::primitive_desc(desc, with_user_scratchpad(attr), dnnl_engine());
   } catch (const dnnl::error& e) {
     throw InputError(node.label() + ": oneDNN cannot run it: " + e.what());
   }
@@ -157,8 +157,8 @@ class MatMulKernel final : public Kernel {
     } else {
       weights_user_.set_data_handle(b.raw());
     }
-    primitive_.execute(dnnl_stream(),
-                       {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, *weights}, {DNNL_ARG_DST, dst_}});
+    execute_primitive(primitive_,
+                      {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, *weights}, {DNNL_ARG_DST, dst_}});
     dnnl_stream().wait();
   }
 
@@ -304,7 +304,7 @@ class GemmKernel final : public Kernel {
       bias_.set_data_handle(c.raw());
       args.emplace(DNNL_ARG_BIAS, bias_);
     }
-    primitive_.execute(dnnl_stream(), args);
+    execute_primitive(primitive_, args);
     dnnl_stream().wait();
   }
 

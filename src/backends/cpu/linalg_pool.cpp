@@ -131,7 +131,7 @@ class PoolKernel final : public Kernel {
     if (primitive_) {
       src_.set_data_handle(x.raw());
       dst_.set_data_handle(y.raw());
-      primitive_->execute(dnnl_stream(), {{DNNL_ARG_SRC, src_}, {DNNL_ARG_DST, dst_}});
+      execute_primitive(*primitive_, {{DNNL_ARG_SRC, src_}, {DNNL_ARG_DST, dst_}});
       dnnl_stream().wait();
       return;
     }
@@ -185,8 +185,8 @@ class PoolKernel final : public Kernel {
       const dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm,
                                                 src_md, dst_md, strides, kernel, dilation,
                                                 pad_begin, pad_end);
-      primitive_ =
-          dnnl::pooling_v2_forward(dnnl::pooling_v2_forward::primitive_desc(desc, dnnl_engine()));
+      primitive_ = dnnl::pooling_v2_forward(
+          dnnl::pooling_v2_forward::primitive_desc(desc, with_user_scratchpad(), dnnl_engine()));
     } catch (const dnnl::error&) {
       return;  // the loop handles what oneDNN declines
     }
