@@ -17,6 +17,7 @@
 #include "backends/cpu/cpu_device.h"
 #include "cost/cost_model.h"
 #include "ir/fuse.h"
+#include "onnx/batch_split.h"
 #include "onnx/importer.h"
 #include "plan/evaluate.h"
 #include "plan/strategies.h"
@@ -114,15 +115,13 @@ void overhead(const std::vector<cpu::CpuDevice*>& devices, int repeat) {
 void pipeline(const std::string& source, const std::string& name, int64_t batch, int microbatches,
               const std::vector<cpu::CpuDevice*>& devices, int repeat) {
   const std::string path = source + "/zoo/" + name + "/model.onnx";
-  auto load = [&](std::map<std::string, Shape> shapes) {
-    ImportOptions options;
-    options.dims["batch"] = batch;
-    options.shapes = std::move(shapes);
-    ImportedModel model = import_onnx(path, options);
-    fuse_for_inference(model.graph);
-    return std::move(model.graph);
-  };
-  const Graph graph = load({});
+  ImportOptions import;
+  import.dims["batch"] = batch;
+  ImportedModel model = import_onnx(path, import);
+  fuse_for_inference(model.graph);
+  const BatchSplit split =
+      find_batch_split(model, import, [](Graph& piece) { fuse_for_inference(piece); });
+  const Graph& graph = model.graph;
   std::mt19937_64 rng(1);
   std::vector<Tensor> inputs;
   for (int id : graph.inputs)
@@ -133,7 +132,8 @@ void pipeline(const std::string& source, const std::string& name, int64_t batch,
   PlanOptions plan_options;
   plan_options.objective = Objective::kThroughput;
   plan_options.microbatches = microbatches;
-  plan_options.batch = batch;
+  plan_options.batch = split.batch;
+  plan_options.batch_unsplittable = split.refusal;
   const PlanningProblem problem(graph, cluster, cost, plan_options);
   const std::optional<Plan> plan = make_pipeline_strategy()->plan(problem);
   if (!plan) {
@@ -147,20 +147,7 @@ void pipeline(const std::string& source, const std::string& name, int64_t batch,
     devices[d]->bind_current_thread();
     team[d] = cpu::cpu_threads();
   };
-  std::map<int64_t, std::shared_ptr<const Graph>> rebatched;
-  PlanExecutor executor(
-      graph, *plan, pointers,
-      [&](int64_t size) {
-        auto& known = rebatched[size];
-        if (!known) {
-          Shape shape = graph.values[graph.inputs[0]].type.shape;
-          shape[0] = size;
-          known =
-              std::make_shared<const Graph>(load({{graph.values[graph.inputs[0]].name, shape}}));
-        }
-        return known;
-      },
-      options);
+  PlanExecutor executor(graph, *plan, pointers, split, options);
   const double pipelined = median_seconds(repeat, [&] { executor.run(inputs); });
 
   // The same model on the same cores as one device: all of them, OpenMP across them.

@@ -13,6 +13,27 @@
 #endif
 
 namespace tandem::cli {
+namespace {
+
+// Why this build cannot run a device of this backend.
+std::string missing_backend(BackendKind backend) {
+  switch (backend) {
+    case BackendKind::kNone:
+      return "backend: none is for simulation only (tandem plan, tandem simulate); tandem run "
+             "needs a backend for every device of the cluster";
+    case BackendKind::kCuda:
+      return "backend cuda is not in this build of Tandem (the CUDA backend is not written "
+             "yet); run it with tandem plan and tandem simulate, or give the device another "
+             "backend";
+    case BackendKind::kPjrt:
+      return "backend pjrt is not in this build of Tandem (built with -DTANDEM_PJRT=OFF, or "
+             "without the xla-cpu-pjrt wheel that scripts/setup.sh installs)";
+    case BackendKind::kCpu: break;
+  }
+  return "backend " + std::string(backend_name(backend)) + " is not in this build of Tandem";
+}
+
+}  // namespace
 
 std::vector<std::unique_ptr<Device>> make_devices(const Cluster& cluster, bool progress) {
   const std::vector<int> available = cpu::available_cores();
@@ -31,8 +52,14 @@ std::vector<std::unique_ptr<Device>> make_devices(const Cluster& cluster, bool p
     }
 #ifdef TANDEM_WITH_PJRT
     if (spec.backend == BackendKind::kPjrt) {
-      const std::string plugin = pjrt::plugin_path(spec.plugin);
-      auto session = pjrt::PjrtSession::open(plugin);
+      const std::string plugin = pjrt::plugin_path(spec.plugin, device_kind_name(spec.kind));
+      std::shared_ptr<pjrt::PjrtSession> session;
+      try {
+        session = pjrt::PjrtSession::open(plugin);
+      } catch (const std::exception& error) {
+        throw InputError(cluster.file,
+                         "device " + spec.id + " (backend pjrt) cannot start: " + error.what());
+      }
       if (progress) {
         session->progress = [](const std::string& what) {
           std::fprintf(stderr, "%s\n", what.c_str());
@@ -49,7 +76,7 @@ std::vector<std::unique_ptr<Device>> make_devices(const Cluster& cluster, bool p
       continue;
     }
 #endif
-    devices.push_back(nullptr);
+    throw InputError(cluster.file, "device " + spec.id + ": " + missing_backend(spec.backend));
   }
   return devices;
 }
@@ -81,7 +108,7 @@ std::vector<PluginProbe> probe_plugins(const Cluster& cluster) {
 #ifdef TANDEM_WITH_PJRT
   for (const DeviceSpec& spec : cluster.devices) {
     if (spec.backend != BackendKind::kPjrt) continue;
-    const std::string plugin = pjrt::plugin_path(spec.plugin);
+    const std::string plugin = pjrt::plugin_path(spec.plugin, device_kind_name(spec.kind));
     auto probe = std::find_if(probes.begin(), probes.end(),
                               [&](const PluginProbe& known) { return known.path == plugin; });
     if (probe == probes.end()) {

@@ -11,7 +11,9 @@ namespace tandem::cli {
 
 // One device per cluster device: CPU devices on their own consecutive cores of this machine
 // (`cores` of the spec; 0 = all), PJRT devices on their plugin's addressable devices in the
-// order they are declared; null for a backend this build or machine has none of.
+// order they are declared. A device whose backend this build lacks (or `backend: none`), or
+// that cannot start, is refused with InputError naming the device and the backend, before
+// any work: nothing runs elsewhere in its place.
 // With `progress`, compiled devices say on stderr what they compile as they start.
 std::vector<std::unique_ptr<Device>> make_devices(const Cluster& cluster, bool progress = false);
 

@@ -1,7 +1,9 @@
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
+#include "ir/batch_split.h"
 #include "onnx/importer.h"
 
 namespace tandem::cli {
@@ -17,6 +19,7 @@ struct ModelOptions {
   std::string model;
   std::vector<std::string> dims;    // NAME=N
   std::vector<std::string> shapes;  // NAME=AxBxC
+  std::vector<std::string> inputs;  // NAME=FILE.npy: the input's data, and its shape
   bool json = false;
 };
 
@@ -25,7 +28,6 @@ struct InspectOptions : ModelOptions {
 };
 
 struct RunOptions : ModelOptions {
-  std::vector<std::string> inputs;   // NAME=FILE.npy
   std::vector<std::string> expects;  // NAME=FILE.npy
   std::string output_dir;
   int threads = 0;
@@ -35,6 +37,8 @@ struct RunOptions : ModelOptions {
   bool fuse = true;       // fold BatchNorm and fuse activations before running
   bool profile = false;   // time every op and print the time per op type
   std::string cluster;    // run across this cluster's devices (planned with `auto` unless --plan)
+  std::string strategy;   // with --cluster: plan with this strategy (default auto)
+  int microbatches = 1;   // with --cluster: split the batch into this many micro-batches
   std::string plan;       // a plan file from `tandem plan -o`
   std::string trace;      // write the measured timeline here (Chrome trace events)
   bool failover = false;  // when a device fails, re-plan onto the others and finish
@@ -90,8 +94,20 @@ int devices_command(const DevicesOptions& options);
 int calibrate_command(const CalibrateOptions& options);
 int simulate_command(const SimulateOptions& options);
 
-// Parses --dim/--shape into importer options and loads the model, with progress on stderr.
-ImportedModel load_model(const ModelOptions& options);
+// Reads the --input files (NAME=FILE.npy), by input name.
+std::map<std::string, Tensor> read_input_files(const ModelOptions& options);
+// --dim, --shape and the input files' shapes as importer options (a file and a --shape that
+// disagree on an input are an error naming both).
+ImportOptions import_options(const ModelOptions& options,
+                             const std::map<std::string, Tensor>& input_files = {});
+// Loads the model bound by import_options, with progress on stderr.
+ImportedModel load_model(const ModelOptions& options,
+                         const std::map<std::string, Tensor>& input_files = {});
+// How the loaded model's batch splits into micro-batches and shares (re-imported as `options`
+// and the files bind it, and fused for inference when `fuse`, as the model was).
+BatchSplit batch_split_of(const ModelOptions& options,
+                          const std::map<std::string, Tensor>& input_files,
+                          const ImportedModel& model, bool fuse);
 // Splits "NAME=VALUE"; throws InputError naming the option otherwise.
 std::pair<std::string, std::string> split_assignment(const std::string& text,
                                                      const std::string& option);

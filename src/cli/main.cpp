@@ -17,6 +17,9 @@ void add_model_options(CLI::App& verb, ModelOptions& options) {
                   "bind a symbolic dimension, e.g. --dim batch=8 (unbound ones are 1)");
   verb.add_option("--shape", options.shapes,
                   "set an input's whole shape, e.g. --shape input=8x3x224x224");
+  verb.add_option("--input", options.inputs,
+                  "an input from a .npy file, NAME=FILE.npy: binds its shape (run: and its data; "
+                  "random when absent)");
   verb.add_flag("--json", options.json, "print JSON instead of tables");
 }
 
@@ -40,8 +43,6 @@ int main(int argc, char** argv) {
   CLI::App* run_verb =
       app.add_subcommand("run", "run a model on the CPU, check its outputs and time it");
   add_model_options(*run_verb, run);
-  run_verb->add_option("--input", run.inputs,
-                       "input from a .npy file, NAME=FILE.npy (random when absent)");
   run_verb->add_option("--expect", run.expects,
                        "compare an output with a .npy file, NAME=FILE.npy (exit 1 on mismatch)");
   run_verb->add_option("--output-dir", run.output_dir, "write every output as DIR/NAME.npy");
@@ -60,6 +61,12 @@ int main(int argc, char** argv) {
                      "time every op and show where the time goes, per op type");
   run_verb->add_option("--cluster", run.cluster,
                        "run across the devices of this cluster file (planned with auto)");
+  run_verb->add_option("--strategy", run.strategy,
+                       "with --cluster: plan with this strategy (as tandem plan; default auto)");
+  run_verb
+      ->add_option("--microbatches", run.microbatches,
+                   "with --cluster: split the batch into this many micro-batches")
+      ->check(CLI::Range(1, 1 << 20));
   run_verb->add_option("--plan", run.plan,
                        "run this plan file (from tandem plan -o); needs --cluster");
   run_verb->add_option("--trace", run.trace,

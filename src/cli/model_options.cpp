@@ -4,6 +4,9 @@
 
 #include "cli/commands.h"
 #include "ir/error.h"
+#include "ir/fuse.h"
+#include "onnx/batch_split.h"
+#include "util/npy.h"
 
 namespace tandem::cli {
 
@@ -33,7 +36,19 @@ int64_t parse_dimension(const std::string& text, const std::string& option) {
 
 }  // namespace
 
-ImportedModel load_model(const ModelOptions& options) {
+std::map<std::string, Tensor> read_input_files(const ModelOptions& options) {
+  std::map<std::string, Tensor> tensors;
+  for (const std::string& text : options.inputs) {
+    auto [name, file] = split_assignment(text, "--input");
+    if (tensors.count(name))
+      throw InputError("--input " + text, "input '" + name + "' given twice");
+    tensors[name] = read_npy(file);
+  }
+  return tensors;
+}
+
+ImportOptions import_options(const ModelOptions& options,
+                             const std::map<std::string, Tensor>& input_files) {
   ImportOptions import;
   for (const std::string& dim : options.dims) {
     auto [name, value] = split_assignment(dim, "--dim");
@@ -48,8 +63,26 @@ ImportedModel load_model(const ModelOptions& options) {
       dims.push_back(parse_dimension(value.substr(start, end - start), "--shape " + shape));
       start = end + 1;
     }
-    import.shapes[name] = dims;
+    import.shapes[name] = GivenShape(dims, "--shape " + shape);
   }
+  // An input file's shape binds the input (and the symbolic dims it declares), as ONNX Runtime
+  // takes it; a --shape for the same input must agree.
+  for (const std::string& text : options.inputs) {
+    auto [name, file] = split_assignment(text, "--input");
+    const Shape& dims = input_files.at(name).shape();
+    const auto given = import.shapes.find(name);
+    if (given != import.shapes.end() && given->second.dims != dims) {
+      throw InputError(file, "its shape " + shape_str(dims) + " differs from " +
+                                 given->second.source + " for input '" + name + "'");
+    }
+    import.shapes[name] = GivenShape(dims, file);
+  }
+  return import;
+}
+
+ImportedModel load_model(const ModelOptions& options,
+                         const std::map<std::string, Tensor>& input_files) {
+  ImportOptions import = import_options(options, input_files);
   const bool interactive = isatty(fileno(stderr));
   import.progress = [ interactive, last = -1 ](size_t done, size_t total) mutable {
     if (!interactive || total < (size_t{64} << 20)) return;
@@ -67,5 +100,13 @@ for (const std::string& name : model.unbound_dims) {
 }
 return model;
 }  // namespace tandem::cli
+
+BatchSplit batch_split_of(const ModelOptions& options,
+                          const std::map<std::string, Tensor>& input_files,
+                          const ImportedModel& model, bool fuse) {
+  std::function<void(Graph&)> prepare;
+  if (fuse) prepare = [](Graph& graph) { fuse_for_inference(graph); };
+  return find_batch_split(model, import_options(options, input_files), prepare);
+}
 
 }  // namespace tandem::cli

@@ -9,6 +9,7 @@
 #include "ir/fuse.h"
 #include "plan/evaluate.h"
 #include "plan/plan_json.h"
+#include "plan/strategies.h"
 #include "plan/strategy.h"
 #include "report/device_costs.h"
 #include "report/html_report.h"
@@ -27,7 +28,7 @@ Objective parse_objective(const std::string& text) {
   throw InputError("--objective " + text, "expected latency, throughput or cost");
 }
 
-PlanOptions plan_options(const PlanCommandOptions& options, const Graph& graph) {
+PlanOptions plan_options(const PlanCommandOptions& options, const BatchSplit& split) {
   PlanOptions plan;
   plan.objective = parse_objective(options.objective);
   plan.microbatches = options.microbatches;
@@ -37,10 +38,8 @@ PlanOptions plan_options(const PlanCommandOptions& options, const Graph& graph) 
     plan.pins.push_back({pattern, device});
   }
   plan.excluded = options.excluded;
-  // As `tandem run` counts it: the leading dimension of the first input.
-  plan.batch = graph.inputs.empty() || graph.values[graph.inputs[0]].type.shape.empty()
-                   ? 1
-                   : std::max<int64_t>(graph.values[graph.inputs[0]].type.shape[0], 1);
+  plan.batch = split.batch;
+  plan.batch_unsplittable = split.refusal;
   return plan;
 }
 
@@ -96,7 +95,9 @@ StrategyResult run_strategy(const Strategy& strategy, const PlanningProblem& pro
                            ? problem.cluster().device_index(name.substr(kSingle.size()))
                            : -1;
     result.why_not = device >= 0 ? single_device_shortfall(problem, device)
-                                 : "no plan within memory, support and pins";
+                     : name == "data-parallel" && !data_parallel_refusal(problem).empty()
+                         ? data_parallel_refusal(problem)
+                         : "no plan within memory, support and pins";
   }
   return result;
 }
@@ -130,13 +131,19 @@ HtmlReport plan_html(const PlanReport& report, const PlanningProblem& problem,
 }  // namespace
 
 int plan_command(const PlanCommandOptions& options) {
-  ImportedModel model = load_model(options);
+  const std::map<std::string, Tensor> input_files = read_input_files(options);
+  ImportedModel model = load_model(options, input_files);
   if (options.fuse) fuse_for_inference(model.graph);
   const Graph& graph = model.graph;
   const Cluster cluster = load_cluster(options.cluster);
   const CostModel cost(cluster);
   const std::unique_ptr<Strategy> chosen = make_strategy(options.strategy, cost.cluster());
-  const PlanningProblem problem(graph, cost.cluster(), cost, plan_options(options, graph));
+  const BatchSplit split = batch_split_of(options, input_files, model, options.fuse);
+  const PlanningProblem problem(graph, cost.cluster(), cost, plan_options(options, split));
+  if (options.microbatches > 1 && !problem.batch_splittable() && !options.json) {
+    std::fprintf(stderr, "note: 1 micro-batch, not %d: the batch cannot be split (%s)\n",
+                 options.microbatches, problem.batch_refusal().c_str());
+  }
 
   std::vector<std::unique_ptr<Strategy>> strategies = baseline_strategies(cost.cluster());
   // The chosen strategy last (once, when it is also a baseline), so that the table ends with it.
@@ -186,9 +193,18 @@ int plan_command(const PlanCommandOptions& options) {
   if (options.json) {
     nlohmann::json json = plan_report_json(report, problem);
     json["simulated"] = simulation_json(simulated, report.plan, problem);
+    json["batch_split"] = {{"dim", split.dim},
+                           {"samples", split.batch},
+                           {"splittable", problem.batch_splittable()},
+                           {"why_not", problem.batch_refusal()}};
     std::printf("%s\n", json.dump(2).c_str());
   } else {
     std::printf("%s", render_plan_report(report, problem).c_str());
+    if (problem.batch_splittable())
+      std::printf("batch: %lld samples along '%s', splittable into micro-batches and shares\n",
+                  static_cast<long long>(split.batch), split.dim.c_str());
+    else
+      std::printf("batch: not split (%s)\n", problem.batch_refusal().c_str());
     const std::string overflow =
         simulated.overflow ? ", out of memory on " + simulated.overflow->device : "";
     std::printf(

@@ -23,15 +23,16 @@
 namespace tandem::cli {
 namespace {
 
-std::vector<Tensor> prepare_inputs(const Graph& graph, const RunOptions& options) {
-  std::map<std::string, std::string> files;
+std::vector<Tensor> prepare_inputs(const Graph& graph, const RunOptions& options,
+                                   const std::map<std::string, Tensor>& files) {
+  std::map<std::string, std::string> paths;  // input name -> its file
   for (const std::string& text : options.inputs) {
-    auto [name, file] = split_assignment(text, "--input");
+    const auto [name, path] = split_assignment(text, "--input");
     if (graph.find_value(name) < 0 || std::find(graph.inputs.begin(), graph.inputs.end(),
                                                 graph.find_value(name)) == graph.inputs.end()) {
       throw InputError("--input " + text, "the model has no input '" + name + "'");
     }
-    files[name] = file;
+    paths[name] = path;
   }
   double input_bytes = 0;
   for (int id : graph.inputs)
@@ -46,17 +47,16 @@ std::vector<Tensor> prepare_inputs(const Graph& graph, const RunOptions& options
       inputs.push_back(random_tensor(value.type.dtype, value.type.shape, rng));
       continue;
     }
-    Tensor tensor = read_npy(file->second);
+    const Tensor& tensor = file->second;
+    const std::string& source = paths.at(value.name);
     if (tensor.dtype() != value.type.dtype) {
-      throw InputError(file->second, "dtype " + std::string(dtype_name(tensor.dtype())) +
-                                         " does not match input '" + value.name + "' (" +
-                                         std::string(dtype_name(value.type.dtype)) + ")");
+      throw InputError(source, "dtype " + std::string(dtype_name(tensor.dtype())) +
+                                   " does not match input '" + value.name + "' (" +
+                                   std::string(dtype_name(value.type.dtype)) + ")");
     }
     if (tensor.shape() != value.type.shape) {
-      throw InputError(file->second, "shape " + shape_str(tensor.shape()) +
-                                         " does not match input '" + value.name + "' (" +
-                                         shape_str(value.type.shape) +
-                                         "; bind dims with --dim or --shape)");
+      throw InputError(source, "shape " + shape_str(tensor.shape()) + " does not match input '" +
+                                   value.name + "' (" + shape_str(value.type.shape) + ")");
     }
     inputs.push_back(tensor);
   }
@@ -74,7 +74,8 @@ std::string file_name_for(std::string name) {
 
 int run_command(const RunOptions& options) {
   cpu::set_cpu_threads(options.threads);
-  ImportedModel model = load_model(options);
+  const std::map<std::string, Tensor> input_files = read_input_files(options);
+  ImportedModel model = load_model(options, input_files);
   if (options.fuse) fuse_for_inference(model.graph);
   const Graph& graph = model.graph;
   std::map<std::string, Tensor> expected;
@@ -87,10 +88,13 @@ int run_command(const RunOptions& options) {
     }
     expected[name] = read_npy(file);
   }
-  const std::vector<Tensor> inputs = prepare_inputs(graph, options);
-  if (!options.cluster.empty()) return run_on_cluster(options, model, inputs, expected);
-  if (!options.plan.empty() || !options.trace.empty() || options.failover)
-    throw InputError("--plan, --trace and --failover", "need --cluster");
+  const std::vector<Tensor> inputs = prepare_inputs(graph, options, input_files);
+  if (!options.cluster.empty())
+    return run_on_cluster(options, model, input_files, inputs, expected);
+  if (!options.plan.empty() || !options.trace.empty() || options.failover ||
+      !options.strategy.empty() || options.microbatches != 1)
+    throw InputError("--plan, --strategy, --microbatches, --trace and --failover",
+                     "need --cluster");
 
   cpu::CpuDevice device;
   GraphExecutor executor(graph, device);

@@ -14,6 +14,7 @@
 #include "ir/fuse.h"
 #include "plan/evaluate.h"
 #include "plan/plan_json.h"
+#include "plan/strategies.h"
 #include "plan/strategy.h"
 #include "report/table.h"
 #include "report/timeline.h"
@@ -23,35 +24,6 @@
 
 namespace tandem::cli {
 namespace {
-
-int64_t batch_of(const Graph& graph) {
-  return graph.inputs.empty() || graph.values[graph.inputs[0]].type.shape.empty()
-             ? 1
-             : std::max<int64_t>(graph.values[graph.inputs[0]].type.shape[0], 1);
-}
-
-// The model bound to another batch size, for plans that split the batch: the inputs that lead
-// with the batch get it as their first dimension.
-PlanExecutor::GraphForBatch graph_for_batch(const RunOptions& options, const Graph& graph) {
-  auto cache = std::make_shared<std::map<int64_t, std::shared_ptr<const Graph>>>();
-  const int64_t batch = batch_of(graph);
-  return [options, &graph, cache, batch](int64_t size) {
-    std::shared_ptr<const Graph>& known = (*cache)[size];
-    if (known) return known;
-    ModelOptions rebatched = options;
-    for (int id : graph.inputs) {
-      const Shape& shape = graph.values[id].type.shape;
-      if (shape.empty() || shape[0] != batch) continue;
-      std::string text = graph.values[id].name + "=" + std::to_string(size);
-      for (size_t i = 1; i < shape.size(); ++i) text += "x" + std::to_string(shape[i]);
-      rebatched.shapes.push_back(text);
-    }
-    ImportedModel model = load_model(rebatched);
-    if (options.fuse) fuse_for_inference(model.graph);
-    known = std::make_shared<const Graph>(std::move(model.graph));
-    return known;
-  };
-}
 
 std::string percent_error(double measured, double predicted) {
   return predicted > 0 ? format("%+.1f%%", 100 * (measured - predicted) / predicted) : "-";
@@ -125,8 +97,8 @@ nlohmann::json cluster_run_json(const ClusterRun& run, const PlanningProblem& pr
           {"compiled", compiled}};
 }
 
-ClusterRun run_plan(const RunOptions& options, const Graph& graph, const Plan& plan,
-                    const std::vector<std::unique_ptr<Device>>& devices,
+ClusterRun run_plan(const RunOptions& options, const Graph& graph, const BatchSplit& split,
+                    const Plan& plan, const std::vector<std::unique_ptr<Device>>& devices,
                     const std::vector<Tensor>& inputs) {
   std::vector<Device*> pointers;
   for (const auto& device : devices) pointers.push_back(device.get());
@@ -136,7 +108,7 @@ ClusterRun run_plan(const RunOptions& options, const Graph& graph, const Plan& p
     devices[device]->bind_current_thread();
   };
   const auto start = std::chrono::steady_clock::now();
-  PlanExecutor executor(graph, plan, pointers, graph_for_batch(options, graph), executor_options);
+  PlanExecutor executor(graph, plan, pointers, split, executor_options);
   ClusterRun run;
   run.prepare_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -164,9 +136,15 @@ Plan make_plan(const RunOptions& options, const PlanningProblem& problem,
     }
     return plan;
   }
-  const std::optional<Plan> plan =
-      make_strategy(strategy.empty() ? "auto" : strategy, problem.cluster())->plan(problem);
-  if (!plan) throw InputError(options.cluster, "no plan of the model fits this cluster");
+  const std::string name = strategy.empty() ? "auto" : strategy;
+  const std::optional<Plan> plan = make_strategy(name, problem.cluster())->plan(problem);
+  if (!plan) {
+    if (name == "data-parallel" && !data_parallel_refusal(problem).empty())
+      throw InputError("--strategy data-parallel", data_parallel_refusal(problem));
+    throw InputError(options.cluster, "the " + name +
+                                          " strategy found no plan of the model that "
+                                          "fits this cluster");
+  }
   return *plan;
 }
 
@@ -208,27 +186,31 @@ std::string render_summary(const ClusterRun& run, const PlanningProblem& problem
 }  // namespace
 
 int run_on_cluster(const RunOptions& options, const ImportedModel& model,
+                   const std::map<std::string, Tensor>& input_files,
                    const std::vector<Tensor>& inputs,
                    const std::map<std::string, Tensor>& expected) {
   const Graph& graph = model.graph;
+  if (!options.plan.empty() && !options.strategy.empty())
+    throw InputError("--plan and --strategy", "give one: a plan file, or a strategy to plan with");
   const Cluster cluster = load_cluster(options.cluster);
   const CostModel cost(cluster);
-  PlanOptions plan_options;
-  plan_options.batch = batch_of(graph);
+  // Every device starts (or the run is refused, naming it) before any planning or work.
   const auto devices = make_devices(cost.cluster(), isatty(fileno(stderr)) && !options.json);
-  // Plan only onto devices this build can run (a cuda device before that backend exists, a
-  // pjrt device in a build without PJRT, backend: none).
-  for (size_t d = 0; d < devices.size(); ++d) {
-    if (!devices[d]) plan_options.excluded.push_back(cost.cluster().devices[d].id);
-  }
-  if (plan_options.excluded.size() == devices.size()) {
-    throw InputError(options.cluster, "no device of the cluster has a backend this build runs");
+  const BatchSplit split = batch_split_of(options, input_files, model, options.fuse);
+  PlanOptions plan_options;
+  plan_options.batch = split.batch;
+  plan_options.batch_unsplittable = split.refusal;
+  plan_options.microbatches = options.microbatches;
+  if (options.microbatches > 1 && !split.splittable() && !options.json) {
+    std::fprintf(stderr, "note: 1 micro-batch, not %d: the batch cannot be split (%s)\n",
+                 options.microbatches, split.refusal.c_str());
   }
   const PlanningProblem problem(graph, cost.cluster(), cost, plan_options);
   ClusterRun run;
   std::string failover_note;
   try {
-    run = run_plan(options, graph, make_plan(options, problem, ""), devices, inputs);
+    run = run_plan(options, graph, split, make_plan(options, problem, options.strategy), devices,
+                   inputs);
   } catch (const DeviceFailure& failure) {
     if (!options.failover) {
       std::fprintf(stderr, "tandem: error: device failed: %s\n", failure.what());
@@ -240,7 +222,7 @@ int run_on_cluster(const RunOptions& options, const ImportedModel& model,
     const PlanningProblem replanned(graph, cost.cluster(), cost, remaining);
     std::fprintf(stderr, "tandem: %s failed (%s); failing over: re-planning onto the others\n",
                  failure.device_name().c_str(), failure.what());
-    run = run_plan(options, graph, make_plan(options, replanned, "auto"), devices, inputs);
+    run = run_plan(options, graph, split, make_plan(options, replanned, "auto"), devices, inputs);
     failover_note = "failover: " + failure.device_name() + " failed; re-planned with auto onto " +
                     "the remaining devices and finished\n";
   }

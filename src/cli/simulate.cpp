@@ -25,16 +25,16 @@ nlohmann::json read_json(const std::string& path) {
 }
 
 // The planning problem the plan was made for: its objective and micro-batches from the file,
-// the batch as `tandem plan` counts it (the leading dimension of the first input).
-PlanOptions options_of(const nlohmann::json& plan, const Graph& graph, const std::string& file) {
+// the batch as `tandem plan` finds it.
+PlanOptions options_of(const nlohmann::json& plan, const BatchSplit& split,
+                       const std::string& file) {
   PlanOptions options;
   const std::string objective = plan.value("objective", "latency");
   for (Objective candidate : {Objective::kLatency, Objective::kThroughput, Objective::kCost}) {
     if (objective_name(candidate) == objective) options.objective = candidate;
   }
-  options.batch = graph.inputs.empty() || graph.values[graph.inputs[0]].type.shape.empty()
-                      ? 1
-                      : std::max<int64_t>(graph.values[graph.inputs[0]].type.shape[0], 1);
+  options.batch = split.batch;
+  options.batch_unsplittable = split.refusal;
   const int64_t planned = plan.value("batch", options.batch);
   if (planned != options.batch)
     throw InputError(file, "the plan is for batch " + std::to_string(planned) +
@@ -58,12 +58,34 @@ int simulate_command(const SimulateOptions& options) {
   model_options.dims = options.dims;
   model_options.shapes = options.shapes;
   model_options.json = options.json;
-  ImportedModel model = load_model(model_options);
+  // Without --dim or --shape, the model is bound to the shapes the plan was made for.
+  const bool shapes_from_plan = options.dims.empty() && options.shapes.empty() &&
+                                document.is_object() && document.contains("inputs") &&
+                                document["inputs"].is_object();
+  if (shapes_from_plan) {
+    for (const auto& [name, dims] : document["inputs"].items()) {
+      std::string text;
+      if (!dims.is_array()) continue;
+      for (const nlohmann::json& dim : dims)
+        text += (text.empty() ? "" : "x") + (dim.is_number_integer() ? dim.dump() : "?");
+      if (!text.empty()) model_options.shapes.push_back(name + "=" + text);
+    }
+  }
+  ImportedModel model;
+  try {
+    model = load_model(model_options);
+  } catch (const InputError& error) {
+    if (!shapes_from_plan || error.subject() == model_options.model) throw;
+    throw InputError(options.plan, std::string("field 'inputs': the shapes the plan was made for "
+                                               "do not fit the model (") +
+                                       error.what() + ")");
+  }
   if (options.fuse) fuse_for_inference(model.graph);
   const Cluster cluster = load_cluster(options.cluster);
   const CostModel cost(cluster);
+  const BatchSplit split = batch_split_of(model_options, {}, model, options.fuse);
   const PlanningProblem problem(model.graph, cost.cluster(), cost,
-                                options_of(document, model.graph, options.plan));
+                                options_of(document, split, options.plan));
   const Plan plan = plan_from_json(document, problem, options.plan);
 
   SimulationOptions simulation;

@@ -1,6 +1,7 @@
 #include "ir/infer.h"
 
 #include <algorithm>
+#include <set>
 
 #include "ir/error.h"
 #include "ir/op_schema.h"
@@ -77,7 +78,7 @@ void set_cost(const Graph& graph, Node& node, const OpSchema& schema) {
   }
 }
 
-void infer_nodes(Graph& graph) {
+void infer_nodes(Graph& graph, const std::set<std::string>& keep) {
   std::vector<bool> folded(graph.nodes.size(), false);
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     Node& node = graph.nodes[n];
@@ -115,12 +116,13 @@ void infer_nodes(Graph& graph) {
                        " outputs, the op produces at most " + std::to_string(outputs.size()));
     }
     bool all_known = !node.outputs.empty();
+    const bool kept = keep.count(node.name) > 0;
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       const int id = node.outputs[i];
       if (id < 0) continue;
       Value& out = graph.values[id];
       out.type = {outputs[i].dtype, outputs[i].shape};
-      if (outputs[i].value.defined()) {
+      if (outputs[i].value.defined() && !kept) {
         out.constant = outputs[i].value;
       } else {
         all_known = false;
@@ -142,9 +144,9 @@ void infer_nodes(Graph& graph) {
 
 }  // namespace
 
-void infer_subgraph(Graph& subgraph) { infer_nodes(subgraph); }
+void infer_subgraph(Graph& subgraph) { infer_nodes(subgraph, {}); }
 
-void infer_graph(Graph& graph) {
+void infer_graph(Graph& graph, const std::set<std::string>& keep) {
   for (int id : graph.inputs) {
     const Value& v = graph.values[id];
     if (!is_static(v.type.shape)) {
@@ -153,7 +155,7 @@ void infer_graph(Graph& graph) {
     }
     numel(v.type.shape);  // rejects absurd sizes before anything is allocated
   }
-  infer_nodes(graph);
+  infer_nodes(graph, keep);
 }
 
 }  // namespace tandem

@@ -1,4 +1,7 @@
 #pragma once
+#include <set>
+#include <string>
+
 #include "ir/graph.h"
 
 namespace tandem {
@@ -6,8 +9,9 @@ namespace tandem {
 // Infers the type and shape of every value of `graph` (and of its subgraphs) from its inputs
 // and constants using the op schemas, folds shape arithmetic into constants, drops nodes
 // whose outputs all became constants, and sets every node's cost. Throws InputError naming
-// the node for an unknown op or an invalid one.
-void infer_graph(Graph& graph);
+// the node for an unknown op or an invalid one. Nodes named in `keep` stay nodes even when their
+// outputs could be folded (a re-import at another batch that must have the same nodes).
+void infer_graph(Graph& graph, const std::set<std::string>& keep = {});
 
 // Infers a subgraph whose formal inputs and outer-scope values already carry their types.
 void infer_subgraph(Graph& subgraph);

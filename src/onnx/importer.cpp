@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "ir/error.h"
 #include "ir/infer.h"
@@ -21,7 +22,14 @@ constexpr uintmax_t kMaxModelFileBytes = (uintmax_t{1} << 31) - 1;
 class Importer {
  public:
   Importer(const std::string& path, const ImportOptions& options)
-      : options_(options), weights_(fs::path(path).parent_path()) {}
+      : options_(options), dims_(options.dims), weights_(fs::path(path).parent_path()) {
+    for (const auto& [name, size] : options.dims)
+      dim_sources_[name] = "--dim " + name + "=" + std::to_string(size);
+  }
+
+  // Binds the symbolic dims of the top-level inputs whose whole shape was given, checking each
+  // given shape against the file's declaration and against every other binding of its dims.
+  void bind_given_shapes(const onnx::GraphProto& proto);
 
   // The chain of graphs enclosing the one being converted.
   struct Scope {
@@ -40,8 +48,51 @@ class Importer {
   Attribute convert_attribute(const onnx::AttributeProto& attr, Graph& graph, const Scope& scope);
 
   const ImportOptions& options_;
+  std::map<std::string, int64_t> dims_;             // symbolic dim -> size, given or from shapes
+  std::map<std::string, std::string> dim_sources_;  // symbolic dim -> what bound it
   ExternalWeights weights_;
 };
+
+std::string shape_source(const std::string& input, const GivenShape& given) {
+  return given.source.empty() ? "--shape " + input + "=" + shape_str(given.dims) : given.source;
+}
+
+void Importer::bind_given_shapes(const onnx::GraphProto& proto) {
+  std::set<std::string> initializers;
+  for (const onnx::TensorProto& init : proto.initializer()) initializers.insert(init.name());
+  for (const onnx::ValueInfoProto& input : proto.input()) {
+    const auto given = options_.shapes.find(input.name());
+    if (given == options_.shapes.end() || initializers.count(input.name())) continue;
+    const std::string source = shape_source(input.name(), given->second);
+    const Shape& dims = given->second.dims;
+    if (!input.type().has_tensor_type() || !input.type().tensor_type().has_shape()) continue;
+    const auto& declared = input.type().tensor_type().shape().dim();
+    if (declared.size() != static_cast<int>(dims.size())) {
+      throw InputError(source, "rank " + std::to_string(dims.size()) + " does not match input '" +
+                                   input.name() + "', of rank " + std::to_string(declared.size()) +
+                                   " in the model");
+    }
+    for (int axis = 0; axis < declared.size(); ++axis) {
+      const onnx::TensorShapeProto_Dimension& dim = declared[axis];
+      if (dim.has_dim_value() && dim.dim_value() != dims[axis]) {
+        throw InputError(source, "shape " + shape_str(dims) + " does not fit: dimension " +
+                                     std::to_string(axis) + " is " + std::to_string(dims[axis]) +
+                                     ", the model fixes it at " + std::to_string(dim.dim_value()) +
+                                     " for input '" + input.name() + "'");
+      }
+      if (!dim.has_dim_param()) continue;
+      const auto [bound, fresh] = dims_.emplace(dim.dim_param(), dims[axis]);
+      if (fresh) {
+        dim_sources_[dim.dim_param()] = source;
+      } else if (bound->second != dims[axis]) {
+        throw InputError(source, "gives '" + dim.dim_param() + "' = " + std::to_string(dims[axis]) +
+                                     " (axis " + std::to_string(axis) + " of '" + input.name() +
+                                     "'), but " + dim_sources_[dim.dim_param()] + " gives " +
+                                     std::to_string(bound->second));
+      }
+    }
+  }
+}
 
 TensorType Importer::value_type(const onnx::ValueInfoProto& info, bool bind_symbols) {
   if (!info.type().has_tensor_type()) {
@@ -63,8 +114,8 @@ TensorType Importer::value_type(const onnx::ValueInfoProto& info, bool bind_symb
       }
       type.shape.push_back(dim.dim_value());
     } else if (bind_symbols && dim.has_dim_param()) {
-      auto bound = options_.dims.find(dim.dim_param());
-      if (bound != options_.dims.end()) {
+      auto bound = dims_.find(dim.dim_param());
+      if (bound != dims_.end()) {
         type.shape.push_back(bound->second);
       } else {
         if (std::find(unbound_dims.begin(), unbound_dims.end(), dim.dim_param()) ==
@@ -139,12 +190,13 @@ void Importer::convert_graph(const onnx::GraphProto& proto, Graph& graph, const 
     if (top_level) {
       auto given = options_.shapes.find(input.name());
       if (given != options_.shapes.end()) {
-        if (!type.shape.empty() && given->second.size() != type.shape.size()) {
-          throw InputError("--shape " + input.name() + ": rank " +
-                           std::to_string(given->second.size()) +
-                           " does not match the model's rank " + std::to_string(type.shape.size()));
+        if (!type.shape.empty() && given->second.dims.size() != type.shape.size()) {
+          throw InputError(shape_source(input.name(), given->second),
+                           "rank " + std::to_string(given->second.dims.size()) +
+                               " does not match the model's rank " +
+                               std::to_string(type.shape.size()));
         }
-        type.shape = given->second;
+        type.shape = given->second.dims;
       }
     }
     graph.inputs.push_back(graph.add_value(input.name(), type));
@@ -233,6 +285,32 @@ void check_with_libonnx(onnx::ModelProto& proto, const std::string& path) {
   }
 }
 
+std::vector<std::string> dim_names(const onnx::ValueInfoProto& info) {
+  std::vector<std::string> names;
+  if (!info.type().has_tensor_type() || !info.type().tensor_type().has_shape()) return names;
+  for (const auto& dim : info.type().tensor_type().shape().dim())
+    names.push_back(dim.has_dim_param() ? dim.dim_param() : "");
+  return names;
+}
+
+// The symbolic dims the file declares on the graph's inputs and outputs, and their bound sizes.
+void record_dim_names(const onnx::GraphProto& proto, ImportedModel& model) {
+  const Graph& graph = model.graph;
+  for (int id : graph.inputs) {
+    std::vector<std::string> names;
+    for (const onnx::ValueInfoProto& input : proto.input()) {
+      if (input.name() == graph.values[id].name) names = dim_names(input);
+    }
+    const Shape& shape = graph.values[id].type.shape;
+    for (size_t axis = 0; axis < names.size() && axis < shape.size(); ++axis) {
+      if (!names[axis].empty()) model.bound_dims.emplace(names[axis], shape[axis]);
+    }
+    model.input_dim_names.push_back(std::move(names));
+  }
+  for (const onnx::ValueInfoProto& output : proto.output())
+    model.output_dim_names.push_back(dim_names(output));
+}
+
 }  // namespace
 
 ImportedModel import_onnx(const std::string& path, const ImportOptions& options) {
@@ -254,15 +332,20 @@ ImportedModel import_onnx(const std::string& path, const ImportOptions& options)
     model.producer = proto.producer_name() +
                      (proto.producer_version().empty() ? "" : " " + proto.producer_version());
     model.graph.opset = opset;
+    for (const auto& [name, given] : options.shapes) {
+      const auto& inputs = proto.graph().input();
+      if (std::none_of(inputs.begin(), inputs.end(),
+                       [&](const onnx::ValueInfoProto& input) { return input.name() == name; })) {
+        throw InputError(shape_source(name, given), "the model has no input '" + name + "'");
+      }
+    }
     Importer importer(path, options);
+    importer.bind_given_shapes(proto.graph());
     importer.convert_graph(proto.graph(), model.graph, nullptr, true);
     check_with_libonnx(proto, path);
     model.unbound_dims = importer.unbound_dims;
-    for (const auto& [name, shape] : options.shapes) {
-      if (model.graph.find_value(name) < 0)
-        throw InputError("--shape names no input '" + name + "'");
-    }
-    infer_graph(model.graph);
+    record_dim_names(proto.graph(), model);
+    infer_graph(model.graph, options.keep_nodes);
     return model;
   } catch (InputError& e) {
     if (e.subject().empty()) e.set_subject(path);

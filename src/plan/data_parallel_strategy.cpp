@@ -85,6 +85,17 @@ class DataParallelStrategy : public Strategy {
 
 }  // namespace
 
+std::string data_parallel_refusal(const PlanningProblem& problem) {
+  if (!problem.batch_splittable()) return "the batch cannot be split: " + problem.batch_refusal();
+  int whole = 0;
+  for (int d = 0; d < problem.device_count(); ++d)
+    whole += problem.allowed(d) && problem.single_device_seconds(d) < kInfinity;
+  if (whole < 2)
+    return "it needs two or more devices that each run the whole model; this cluster has " +
+           std::to_string(whole);
+  return "";
+}
+
 std::unique_ptr<Strategy> make_data_parallel_strategy() {
   return std::make_unique<DataParallelStrategy>();
 }

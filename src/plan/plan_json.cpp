@@ -101,6 +101,11 @@ nlohmann::json plan_json(const Plan& plan, const PlanningProblem& problem) {
   json["objective"] = objective_name(plan.objective);
   json["cluster"] = cluster.file;
   json["batch"] = problem.options().batch;
+  if (const Graph* graph = problem.graph()) {
+    nlohmann::json inputs = nlohmann::json::object();
+    for (int id : graph->inputs) inputs[graph->values[id].name] = graph->values[id].type.shape;
+    json["inputs"] = inputs;
+  }
   json["microbatches"] = plan.microbatches;
   nlohmann::json devices = nlohmann::json::array();
   for (size_t d = 0; d < cluster.devices.size(); ++d) {
@@ -177,7 +182,8 @@ void write_plan(const std::string& path, const Plan& plan, const PlanningProblem
 Plan plan_from_json(const nlohmann::json& json, const PlanningProblem& problem,
                     const std::string& file) {
   const Reader read(problem, file);
-  if (!json.is_object() || json.value("format", "") != kFormat)
+  // (json.value would throw nlohmann's type_error for a format that is not a string.)
+  if (!json.is_object() || !json.contains("format") || json.at("format") != nlohmann::json(kFormat))
     read.fail("format", std::string("expected \"") + kFormat + "\"");
   const int version = read.integer(read.at(json, "version", "version"), "version", 0, 1 << 20);
   if (version != Plan::kFormatVersion)
@@ -193,6 +199,26 @@ Plan plan_from_json(const nlohmann::json& json, const PlanningProblem& problem,
   if (!known) read.fail("objective", "expected latency, throughput or cost");
   plan.microbatches =
       read.integer(read.at(json, "microbatches", "microbatches"), "microbatches", 1, 1 << 30);
+  // The shapes it was made for: a plan's segments, shares and predictions hold for those only.
+  if (const Graph* graph = problem.graph(); graph && json.contains("inputs")) {
+    const nlohmann::json& inputs = json.at("inputs");
+    for (int id : graph->inputs) {
+      const Value& value = graph->values[id];
+      const std::string field = "inputs." + value.name;
+      if (!inputs.is_object() || !inputs.contains(value.name)) read.fail(field, "missing");
+      const nlohmann::json& dims = inputs.at(value.name);
+      Shape planned;
+      if (!dims.is_array()) read.fail(field, "expected a shape");
+      for (const nlohmann::json& dim : dims) {
+        if (!dim.is_number_integer()) read.fail(field, "expected a shape");
+        planned.push_back(dim.get<int64_t>());
+      }
+      if (planned != value.type.shape)
+        read.fail(field, "the plan is for shape " + shape_str(planned) + ", this run's is " +
+                             shape_str(value.type.shape) +
+                             ": make a plan for these shapes (tandem plan with the same inputs)");
+    }
+  }
 
   const nlohmann::json& nodes = read.array(read.at(json, "nodes", "nodes"), "nodes");
   if (static_cast<int>(nodes.size()) != problem.node_count())
@@ -329,7 +355,7 @@ Plan read_plan(const std::string& path, const PlanningProblem& problem) {
   nlohmann::json json;
   try {
     json = nlohmann::json::parse(file);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number beyond a double
     throw InputError(path, std::string("not JSON: ") + e.what());
   }
   return plan_from_json(json, problem, path);

@@ -58,13 +58,12 @@ PlanningProblem::PlanningProblem(const Graph& graph, const Cluster& cluster, con
                                  PlanOptions options)
     : graph_(&graph), cost_(cost), options_(std::move(options)) {
   (void)cluster;  // the cost model's cluster is the one costed (profiles applied)
-  for (const std::vector<int>* ids : {&graph.inputs, &graph.outputs}) {
-    for (int id : *ids) {
-      const Shape& shape = graph.values[id].type.shape;
-      if (shape.empty() || shape[0] != options_.batch) batch_splittable_ = false;
-    }
-  }
-  if (!batch_splittable_) options_.microbatches = 1;
+  batch_refusal_ = options_.batch_unsplittable;
+  if (batch_refusal_.empty() && options_.batch < 2)
+    batch_refusal_ = "the batch is " + std::to_string(options_.batch) + " sample";
+  if (!batch_splittable()) options_.microbatches = 1;
+  options_.microbatches = static_cast<int>(
+      std::min<int64_t>(std::max(options_.microbatches, 1), std::max<int64_t>(options_.batch, 1)));
   const int devices = device_count();
   const int nodes = static_cast<int>(graph.nodes.size());
   allowed_.assign(devices, true);

@@ -25,7 +25,10 @@ struct PlanOptions {
   double max_latency_seconds = 0;  // for cost: plans slower than this are refused (0 = none)
   std::vector<Pin> pins;
   std::vector<std::string> excluded;  // device ids no op may use
-  int64_t batch = 1;                  // samples per run (the leading dim of the first input)
+  int64_t batch = 1;                  // samples per run (BatchSplit::batch)
+  // Why the batch cannot be split into micro-batches or data-parallel shares
+  // (BatchSplit::refusal); empty when it can.
+  std::string batch_unsplittable;
 };
 
 inline constexpr double kInfinity = std::numeric_limits<double>::infinity();
@@ -48,9 +51,11 @@ class PlanningProblem {
                   PlanOptions options);
 
   const Graph* graph() const { return graph_; }  // null for synthetic problems
-  // Whether the batch can be split into micro-batches or data-parallel shares: every graph
-  // input and output leads with the batch dimension. When not, micro-batches are 1.
-  bool batch_splittable() const { return batch_splittable_; }
+  // Whether the batch can be split into micro-batches or data-parallel shares: a batch of more
+  // than one sample that the caller found splittable. When not, micro-batches are 1 and
+  // batch_refusal() says why.
+  bool batch_splittable() const { return batch_refusal_.empty(); }
+  const std::string& batch_refusal() const { return batch_refusal_; }
   const Cluster& cluster() const { return cost_.cluster(); }
   const CostModel& cost() const { return cost_; }
   const PlanOptions& options() const { return options_; }
@@ -120,7 +125,7 @@ class PlanningProblem {
   void build_single_device_figures();
 
   const Graph* graph_ = nullptr;
-  bool batch_splittable_ = true;
+  std::string batch_refusal_;
   const CostModel& cost_;
   PlanOptions options_;
   std::vector<std::vector<double>> seconds_;

@@ -16,6 +16,9 @@ std::unique_ptr<Strategy> make_greedy_strategy(std::vector<int> priority);
 std::unique_ptr<Strategy> make_heft_strategy();
 std::unique_ptr<Strategy> make_pipeline_strategy();
 std::unique_ptr<Strategy> make_data_parallel_strategy();
+// Why the data-parallel strategy cannot apply at all (a batch that cannot be split, fewer than
+// two devices that each run the whole model), or "" when it may find a plan.
+std::string data_parallel_refusal(const PlanningProblem& problem);
 std::unique_ptr<Strategy> make_auto_strategy();
 
 }  // namespace tandem

@@ -1,35 +1,76 @@
 #include "runtime/batch_split.h"
 
 #include <cstring>
-#include <stdexcept>
+
+#include "ir/error.h"
 
 namespace tandem {
+namespace {
 
-std::vector<Tensor> split_batch(const Tensor& tensor, std::span<const int64_t> sizes) {
-  const size_t row_bytes = tensor.dim(0) ? tensor.nbytes() / static_cast<size_t>(tensor.dim(0)) : 0;
+// A tensor seen as [outer, dim(axis), inner]: the bytes of one step along the axis.
+struct AxisView {
+  size_t outer = 1, step_bytes = 0;
+};
+
+AxisView view_along(const Tensor& tensor, int axis) {
+  AxisView view;
+  view.step_bytes = dtype_size(tensor.dtype());
+  for (int64_t i = 0; i < tensor.rank(); ++i) {
+    if (i < axis) view.outer *= static_cast<size_t>(tensor.dim(i));
+    if (i > axis) view.step_bytes *= static_cast<size_t>(tensor.dim(i));
+  }
+  return view;
+}
+
+}  // namespace
+
+std::vector<Tensor> split_batch(const Tensor& tensor, std::span<const int64_t> sizes, int axis) {
+  const AxisView view = view_along(tensor, axis);
+  const size_t whole_bytes = view.step_bytes * static_cast<size_t>(tensor.dim(axis));
+  const auto* source = static_cast<const std::byte*>(tensor.raw());
   std::vector<Tensor> pieces;
-  const auto* cursor = static_cast<const std::byte*>(tensor.raw());
+  size_t offset = 0;  // bytes into each outer row
   for (int64_t size : sizes) {
     Shape shape = tensor.shape();
-    shape[0] = size;
+    shape[axis] = size;
     Tensor piece = Tensor::allocate(tensor.dtype(), shape);
-    if (piece.nbytes()) std::memcpy(piece.raw(), cursor, piece.nbytes());
-    cursor += row_bytes * static_cast<size_t>(size);
+    const size_t piece_bytes = view.step_bytes * static_cast<size_t>(size);
+    auto* target = static_cast<std::byte*>(piece.raw());
+    for (size_t row = 0; row < view.outer && piece_bytes; ++row)
+      std::memcpy(target + row * piece_bytes, source + row * whole_bytes + offset, piece_bytes);
+    offset += piece_bytes;
     pieces.push_back(std::move(piece));
   }
   return pieces;
 }
 
-Tensor concat_batch(std::span<const Tensor> pieces) {
+Tensor concat_batch(std::span<const Tensor> pieces, int axis) {
   if (pieces.size() == 1) return pieces[0];
   Shape shape = pieces[0].shape();
-  shape[0] = 0;
-  for (const Tensor& piece : pieces) shape[0] += piece.dim(0);
-  Tensor whole = Tensor::allocate(pieces[0].dtype(), shape);
-  auto* cursor = static_cast<std::byte*>(whole.raw());
+  if (axis >= static_cast<int>(shape.size()))
+    throw InputError("a piece of shape " + shape_str(shape) + " has no axis " +
+                     std::to_string(axis));
+  shape[axis] = 0;
   for (const Tensor& piece : pieces) {
-    if (piece.nbytes()) std::memcpy(cursor, piece.raw(), piece.nbytes());
-    cursor += piece.nbytes();
+    Shape others = piece.shape();
+    if (others.size() == shape.size()) others[axis] = 0;
+    if (others != shape || piece.dtype() != pieces[0].dtype())
+      throw InputError("pieces of shapes " + shape_str(pieces[0].shape()) + " and " +
+                       shape_str(piece.shape()) + " cannot be joined along axis " +
+                       std::to_string(axis));
+  }
+  for (const Tensor& piece : pieces) shape[axis] += piece.dim(axis);
+  Tensor whole = Tensor::allocate(pieces[0].dtype(), shape);
+  const AxisView view = view_along(whole, axis);
+  const size_t whole_bytes = view.step_bytes * static_cast<size_t>(whole.dim(axis));
+  auto* target = static_cast<std::byte*>(whole.raw());
+  size_t offset = 0;
+  for (const Tensor& piece : pieces) {
+    const size_t piece_bytes = view.step_bytes * static_cast<size_t>(piece.dim(axis));
+    const auto* source = static_cast<const std::byte*>(piece.raw());
+    for (size_t row = 0; row < view.outer && piece_bytes; ++row)
+      std::memcpy(target + row * whole_bytes + offset, source + row * piece_bytes, piece_bytes);
+    offset += piece_bytes;
   }
   return whole;
 }

@@ -6,9 +6,10 @@
 
 namespace tandem {
 
-// Splits a tensor along its leading (batch) dimension into pieces of the given sizes.
-std::vector<Tensor> split_batch(const Tensor& tensor, std::span<const int64_t> sizes);
-// Concatenates pieces along their leading dimension.
-Tensor concat_batch(std::span<const Tensor> pieces);
+// Splits a tensor along `axis` (its batch axis) into pieces of the given sizes.
+std::vector<Tensor> split_batch(const Tensor& tensor, std::span<const int64_t> sizes, int axis = 0);
+// Concatenates pieces along `axis`; InputError when they differ on another axis (a model whose
+// output does not follow its batch there).
+Tensor concat_batch(std::span<const Tensor> pieces, int axis = 0);
 
 }  // namespace tandem

@@ -105,16 +105,17 @@ struct PlanExecutor::Pool {
 };
 
 PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan, std::vector<Device*> devices,
-                           GraphForBatch graph_for_batch, Options options)
+                           BatchSplit split, Options options)
     : graph_(graph),
       plan_(plan),
       devices_(std::move(devices)),
       options_(std::move(options)),
+      split_(std::move(split)),
       segments_started_(devices_.size()) {
   if (plan.device_of_node.size() != graph.nodes.size())
     throw InputError("plan", "it places " + std::to_string(plan.device_of_node.size()) +
                                  " nodes, the model has " + std::to_string(graph.nodes.size()));
-  build_pieces(graph_for_batch);
+  build_pieces();
   build_segments();
 }
 
@@ -161,9 +162,23 @@ void PlanExecutor::start_pool() {
   pool_ = std::move(pool);
 }
 
-void PlanExecutor::build_pieces(GraphForBatch& graph_for_batch) {
-  if (!graph_.inputs.empty() && !graph_.values[graph_.inputs[0]].type.shape.empty())
-    batch_ = std::max<int64_t>(graph_.values[graph_.inputs[0]].type.shape[0], 1);
+void PlanExecutor::build_pieces() {
+  const bool splits = !plan_.batch_share.empty() || plan_.microbatches > 1;
+  if (!splits) {
+    piece_sizes_ = {1};
+    piece_device_ = {-1};
+    piece_graphs_.push_back(std::shared_ptr<const Graph>(&graph_, [](const Graph*) {}));
+    piece_graph_ = {0};
+    return;
+  }
+  if (!split_.splittable())
+    throw InputError("plan",
+                     "it splits the batch, which this model does not allow: " +
+                         (split_.refusal.empty() ? "no batch split given" : split_.refusal));
+  if (split_.input_axis.size() != graph_.inputs.size() ||
+      split_.output_axis.size() != graph_.outputs.size() || !split_.graph_for)
+    throw InputError("plan", "it splits the batch, and the batch split given is for another model");
+  batch_ = split_.batch;
   if (!plan_.batch_share.empty()) {
     int64_t given = 0;
     for (size_t d = 0; d < plan_.batch_share.size(); ++d) {
@@ -177,26 +192,13 @@ void PlanExecutor::build_pieces(GraphForBatch& graph_for_batch) {
       throw InputError("plan", "its batch shares make " + std::to_string(given) +
                                    " samples, the batch has " + std::to_string(batch_));
   } else {
-    const int64_t pieces = std::max(plan_.microbatches, 1);
+    const int64_t pieces = plan_.microbatches;
     if (pieces > batch_)
       throw InputError("plan", std::to_string(pieces) + " micro-batches of a batch of " +
                                    std::to_string(batch_));
     for (int64_t p = 0; p < pieces; ++p)
       piece_sizes_.push_back(batch_ / pieces + (p < batch_ % pieces ? 1 : 0));
     piece_device_.assign(piece_sizes_.size(), -1);
-  }
-  for (int id : graph_.inputs) {
-    const Shape& shape = graph_.values[id].type.shape;
-    split_input_.push_back(!shape.empty() && shape[0] == batch_);
-  }
-  const bool splits = piece_sizes_.size() > 1;
-  if (splits) {
-    for (int id : graph_.outputs) {
-      const Shape& shape = graph_.values[id].type.shape;
-      if (shape.empty() || shape[0] != batch_)
-        throw InputError("plan", "it splits the batch, but output '" + graph_.values[id].name +
-                                     "' has no batch dimension");
-    }
   }
   std::vector<int64_t> graph_sizes;  // the batch of each of piece_graphs_
   for (int64_t size : piece_sizes_) {
@@ -209,9 +211,12 @@ void PlanExecutor::build_pieces(GraphForBatch& graph_for_batch) {
     if (size == batch_) {
       piece_graph = std::shared_ptr<const Graph>(&graph_, [](const Graph*) {});
     } else {
-      if (!graph_for_batch)
-        throw InputError("plan", "it splits the batch, and no model for a smaller batch is given");
-      piece_graph = graph_for_batch(size);
+      try {
+        piece_graph = split_.graph_for(size);
+      } catch (const InputError& error) {
+        throw InputError("plan", "the model bound to " + std::to_string(size) +
+                                     " samples does not re-infer: " + error.what());
+      }
       const bool same_nodes =
           piece_graph->nodes.size() == graph_.nodes.size() &&
           std::equal(graph_.nodes.begin(), graph_.nodes.end(), piece_graph->nodes.begin(),
@@ -219,12 +224,6 @@ void PlanExecutor::build_pieces(GraphForBatch& graph_for_batch) {
       if (!same_nodes)
         throw InputError("plan", "the model bound to " + std::to_string(size) +
                                      " samples has other nodes: it cannot be split by batch");
-      for (int id : piece_graph->outputs) {
-        const Shape& shape = piece_graph->values[id].type.shape;
-        if (shape.empty() || shape[0] != size)
-          throw InputError("plan", "output '" + piece_graph->values[id].name +
-                                       "' does not follow the batch: it cannot be split");
-      }
     }
     piece_graph_.push_back(static_cast<int>(piece_graphs_.size()));
     piece_graphs_.push_back(std::move(piece_graph));
@@ -353,8 +352,13 @@ std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
 
   std::vector<std::vector<Tensor>> input_pieces;  // [graph input][piece]
   for (size_t k = 0; k < inputs.size(); ++k) {
-    input_pieces.push_back(split_input_[k] && pieces > 1 ? split_batch(inputs[k], piece_sizes_)
-                                                         : std::vector<Tensor>(pieces, inputs[k]));
+    const int axis = pieces > 1 ? split_.input_axis[k] : -1;
+    if (axis >= 0 && (inputs[k].rank() <= axis || inputs[k].dim(axis) != batch_))
+      throw InputError("input '" + graph_.values[graph_.inputs[k]].name + "' has shape " +
+                       shape_str(inputs[k].shape()) + ", not a batch of " + std::to_string(batch_) +
+                       " on axis " + std::to_string(axis));
+    input_pieces.push_back(axis >= 0 ? split_batch(inputs[k], piece_sizes_, axis)
+                                     : std::vector<Tensor>(pieces, inputs[k]));
   }
   for (int d = 0; d < device_count; ++d) {
     for (const Job& job : jobs_[d]) {
@@ -410,7 +414,16 @@ std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
       }
       parts.push_back(std::move(part));
     }
-    outputs.push_back(concat_batch(parts));
+    if (pieces == 1) {
+      outputs.push_back(parts[0]);
+      continue;
+    }
+    try {
+      outputs.push_back(concat_batch(parts, split_.output_axis[k]));
+    } catch (const InputError& error) {
+      throw InputError("plan", "output '" + graph_.values[graph_.outputs[k]].name +
+                                   "' does not follow the batch: " + error.what());
+    }
   }
   return outputs;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/device.h"
+#include "ir/batch_split.h"
 #include "ir/graph.h"
 #include "plan/plan.h"
 #include "report/timeline.h"
@@ -27,10 +28,6 @@ namespace tandem {
 // destroyed; run() calls on one executor are serialised.
 class PlanExecutor {
  public:
-  // The model bound to another batch size (micro-batches, data-parallel shares): the same
-  // nodes, shapes for `batch` samples. Needed only by plans that split the batch.
-  using GraphForBatch = std::function<std::shared_ptr<const Graph>(int64_t batch)>;
-
   struct Options {
     std::vector<Fault> faults;
     // Called once, first, in every worker thread of a device (pin it to the device's cores).
@@ -46,10 +43,12 @@ class PlanExecutor {
   };
 
   // `devices` follow the cluster's devices (the plan's indices); null where the plan puts
-  // nothing. `graph`, the devices and the plan must outlive the executor. Compiles every
+  // nothing. `graph`, the devices and the plan must outlive the executor. `split` says how the
+  // batch divides (needed only by plans that split it: each piece runs the model bound to its
+  // size, inputs are cut and outputs joined along their own batch axes). Compiles every
   // segment's kernels on its device once. Throws InputError when the plan does not fit the graph.
   PlanExecutor(const Graph& graph, const Plan& plan, std::vector<Device*> devices,
-               GraphForBatch graph_for_batch = {}, Options options = {});
+               BatchSplit split = {}, Options options = {});
   ~PlanExecutor();
 
   // `inputs` follow graph.inputs; returns the graph's outputs.
@@ -64,7 +63,7 @@ class PlanExecutor {
   struct Job;
   struct RunState;
   struct Pool;
-  void build_pieces(GraphForBatch& graph_for_batch);
+  void build_pieces();
   void build_segments();
   void compute_worker(RunState& state, int device, const std::exception_ptr& start_error);
   void copy_worker(RunState& state, int device, const std::exception_ptr& start_error);
@@ -75,10 +74,10 @@ class PlanExecutor {
   const Plan& plan_;
   std::vector<Device*> devices_;
   Options options_;
+  BatchSplit split_;
   int64_t batch_ = 1;
   std::vector<int64_t> piece_sizes_;  // samples per piece (micro-batch or share)
   std::vector<int> piece_device_;     // data-parallel: the device of each piece; else -1
-  std::vector<bool> split_input_;     // per graph input: split along the batch or not
   std::vector<std::shared_ptr<const Graph>> piece_graphs_;  // per distinct piece size
   std::vector<int> piece_graph_;                            // piece -> index in piece_graphs_
   std::vector<std::unique_ptr<Segment>> segments_;          // in a topological order

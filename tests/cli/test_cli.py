@@ -137,8 +137,15 @@ class BadInput(unittest.TestCase):
         model = zoo("mlp", "model.onnx")
         self.check_one_line_error(tandem("run", model, "--dim", "batch=-4"), "--dim", "not a valid dimension")
         self.check_one_line_error(tandem("run", model, "--dim", "batch"), "--dim", "NAME=VALUE")
-        self.check_one_line_error(tandem("run", model, "--dim", "batch=2", "--input", "nope=x.npy"), "--input", "no input 'nope'")
-        self.check_one_line_error(tandem("run", model, "--shape", "x=2x3x4"), model, "rank")
+        self.check_one_line_error(tandem("run", model, "--dim", "batch=2", "--input", "nope=x.npy"), "x.npy", "no such file")
+        x = zoo("mlp", "inputs", "x.npy")
+        self.check_one_line_error(tandem("run", model, "--input", "nope=" + x), x, "no input 'nope'")
+        # The file binds the batch; a --dim that says otherwise is named with it.
+        self.check_one_line_error(tandem("run", model, "--dim", "batch=3", "--input", "x=" + x), x,
+                                  "but --dim batch=3 gives 3")
+        self.check_one_line_error(tandem("run", model, "--shape", "x=3x256", "--input", "x=" + x), x,
+                                  "differs from --shape x=3x256")
+        self.check_one_line_error(tandem("run", model, "--shape", "x=2x3x4"), "--shape x=2x3x4", "rank")
 
     def test_absurd_dim_from_the_command_line(self):
         model = zoo("mlp", "model.onnx")

@@ -105,10 +105,25 @@ class RunOnPjrt(unittest.TestCase):
         self.assertEqual(result.returncode, 2)
         self.assertIn("PJRT: no StableHLO lowering for Trilu", result.stderr)
 
+    def test_plugin_found_without_environment(self):
+        # No plugin: in the cluster file and no $TANDEM_PJRT_PLUGIN: the CPU plugin that setup
+        # installed in .venv is found where a Python installation keeps it.
+        result = tandem("run", *model_args("mlp"), "--cluster", cluster(), "--iterations", "1",
+                        "--json", plugin=False)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        plugins = json.loads(result.stdout)["compiled"]
+        self.assertTrue(plugins and plugins[0]["plugin"].endswith("xla_cpu_pjrt.so"), plugins)
+
     def test_missing_plugin_is_one_line_and_status_2(self):
-        result = tandem("run", *model_args("mlp"), "--cluster", cluster(), plugin=False)
+        with tempfile.TemporaryDirectory() as folder:
+            tpu = os.path.join(folder, "tpu.yaml")
+            with open(tpu, "w") as f:
+                f.write("hosts: [h]\ndevices:\n  - {id: tpu0, preset: google-tpu-v5e, host: h, "
+                        "backend: pjrt}\n")
+            result = tandem("run", *model_args("mlp"), "--cluster", tpu, plugin=False)
         self.assertEqual(result.returncode, 2, result.stderr)
-        self.assertEqual(len(result.stderr.strip().splitlines()[-1:]), 1)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+        self.assertIn("no PJRT plugin for a tpu device", result.stderr)
         self.assertIn("TANDEM_PJRT_PLUGIN", result.stderr)
 
 
@@ -127,7 +142,12 @@ class ProbePlugins(unittest.TestCase):
         self.assertIn("PJRT API", table.stdout)
 
     def test_probe_without_a_plugin_is_one_line_and_status_2(self):
-        result = tandem("devices", "--cluster", cluster(), "--probe", plugin=False)
+        with tempfile.TemporaryDirectory() as folder:
+            tpu = os.path.join(folder, "tpu.yaml")
+            with open(tpu, "w") as f:
+                f.write("hosts: [h]\ndevices:\n  - {id: tpu0, preset: google-tpu-v5e, host: h, "
+                        "backend: pjrt}\n")
+            result = tandem("devices", "--cluster", tpu, "--probe", plugin=False)
         self.assertEqual(result.returncode, 2)
         self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
         self.assertIn("TANDEM_PJRT_PLUGIN", result.stderr)
@@ -147,7 +167,9 @@ class BadPjrtClusters(unittest.TestCase):
             "backend: pjrt, plugin: ./no-such-plugin.so}\n")
         self.assertEqual(result.returncode, 2, result.stderr)
         self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
-        self.assertIn("no-such-plugin.so: cannot load PJRT plugin", result.stderr)
+        for words in ("pjrt0 (backend pjrt) cannot start", "cannot load PJRT plugin",
+                      "no-such-plugin.so"):
+            self.assertIn(words, result.stderr)
 
     def test_more_devices_than_the_plugin_has(self):
         result = self.run_with_cluster(

@@ -1,8 +1,11 @@
 // The PJRT backend against the xla-cpu-pjrt plugin that scripts/setup.sh installs: loading,
 // version checks, bad plugins, the client's devices, and a StableHLO module run end to end.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -60,13 +63,28 @@ TEST(PjrtPlugin, VersionMismatchNamesThePluginAndBothVersions) {
   EXPECT_NE(minor.find("version mismatch"), std::string::npos) << minor;
 }
 
-TEST(PjrtPlugin, PathFromClusterThenEnvironment) {
-  EXPECT_EQ(plugin_path("/from/cluster.so"), "/from/cluster.so");
+TEST(PjrtPlugin, PathFromClusterThenEnvironmentThenPython) {
+  EXPECT_EQ(plugin_path("/from/cluster.so", "cpu"), "/from/cluster.so");
   setenv("TANDEM_PJRT_PLUGIN", "/from/env.so", 1);
-  EXPECT_EQ(plugin_path(), "/from/env.so");
-  EXPECT_EQ(plugin_path("/from/cluster.so"), "/from/cluster.so");
+  EXPECT_EQ(plugin_path("", "cpu"), "/from/env.so");
+  EXPECT_EQ(plugin_path("/from/cluster.so", "cpu"), "/from/cluster.so");
   unsetenv("TANDEM_PJRT_PLUGIN");
-  EXPECT_NE(input_error([] { plugin_path(); }).find("TANDEM_PJRT_PLUGIN"), std::string::npos);
+
+  // A virtual environment holding a CUDA plugin as jax-cuda*-pjrt lays it out.
+  namespace fs = std::filesystem;
+  const fs::path venv = fs::temp_directory_path() / ("tandem-venv-" + std::to_string(getpid()));
+  const fs::path package = venv / "lib/python3.11/site-packages/jax_plugins/xla_cuda13";
+  fs::create_directories(package);
+  std::ofstream(package / "xla_cuda_plugin.so") << "not loaded by the search";
+  setenv("VIRTUAL_ENV", venv.c_str(), 1);
+  EXPECT_EQ(plugin_path("", "gpu"), (package / "xla_cuda_plugin.so").string());
+  unsetenv("VIRTUAL_ENV");
+  fs::remove_all(venv);
+  // The CPU plugin that setup installed in the repository's .venv, found from the executable.
+  EXPECT_EQ(fs::path(plugin_path("", "cpu")).filename(), "xla_cpu_pjrt.so");
+  // No libtpu is installed here: the error names the ways to give one.
+  EXPECT_NE(input_error([] { plugin_path("", "tpu"); }).find("TANDEM_PJRT_PLUGIN"),
+            std::string::npos);
 }
 
 TEST(PjrtClient, ListsCpuDevices) {

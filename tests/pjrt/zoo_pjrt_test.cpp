@@ -17,6 +17,7 @@
 #include "devices/capabilities.h"
 #include "expect_outputs.h"
 #include "ir/fuse.h"
+#include "onnx/batch_split.h"
 #include "onnx/importer.h"
 #include "pjrt_op_util.h"
 #include "plan/strategies.h"
@@ -149,18 +150,9 @@ TEST(ZooOnPjrt, PipelineAcrossTwoDevicesOfOnePlugin) {
   options.dims["batch"] = 4;
   ImportedModel model = import_onnx(kSource + "/zoo/tv_resnet18/model.onnx", options);
   fuse_for_inference(model.graph);
-  std::map<int64_t, std::shared_ptr<const Graph>> rebatched;
-  const auto for_batch = [&](int64_t size) {
-    auto& graph = rebatched[size];
-    if (!graph) {
-      ImportOptions smaller;
-      smaller.dims["batch"] = size;
-      ImportedModel piece = import_onnx(kSource + "/zoo/tv_resnet18/model.onnx", smaller);
-      fuse_for_inference(piece.graph);
-      graph = std::make_shared<const Graph>(std::move(piece.graph));
-    }
-    return graph;
-  };
+  const BatchSplit split =
+      find_batch_split(model, options, [](Graph& piece) { fuse_for_inference(piece); });
+  ASSERT_TRUE(split.splittable()) << split.refusal;
   PlanOptions plan_options;
   plan_options.objective = Objective::kThroughput;
   plan_options.microbatches = 2;
@@ -175,7 +167,7 @@ TEST(ZooOnPjrt, PipelineAcrossTwoDevicesOfOnePlugin) {
   const std::vector<Tensor> inputs = {random_tensor(input.type.dtype, input.type.shape, rng)};
   cpu::CpuDevice reference("reference");
   const std::vector<Tensor> expected = GraphExecutor(model.graph, reference).run(inputs);
-  PlanExecutor executor(model.graph, *plan, {&first, &second}, for_batch);
+  PlanExecutor executor(model.graph, *plan, {&first, &second}, split);
   tandem::testing::expect_same_outputs(executor.run(inputs), expected);
   EXPECT_GT(executor.stats().busy_seconds[0], 0);
   EXPECT_GT(executor.stats().busy_seconds[1], 0);

@@ -4,6 +4,7 @@
 
 #include "devices/cluster.h"
 #include "ir/error.h"
+#include "onnx/batch_split.h"
 #include "onnx/importer.h"
 #include "plan/evaluate.h"
 #include "plan/strategies.h"
@@ -199,26 +200,64 @@ TEST(Problem, BestSingleDeviceRunsEverythingAndFits) {
 namespace tandem {
 namespace {
 
-// The zoo's Loop model returns hidden states as [steps, batch, 64]: its batch cannot be split,
-// so the planner offers neither micro-batches nor data-parallel shares for it.
-TEST(PlanningProblem, BatchThatDoesNotLeadEveryOutputIsNotSplit) {
+BatchSplit split_of(const std::string& name, int64_t batch) {
+  ImportOptions import;
+  import.dims["batch"] = batch;
+  const ImportedModel model =
+      import_onnx(std::string(TANDEM_SOURCE_DIR) + "/zoo/" + name + "/model.onnx", import);
+  return find_batch_split(model, import);
+}
+
+// The zoo's Loop model runs an RNN as a Loop and picks a branch by the mean over the whole
+// batch: it mixes samples (a subgraph over batched data is not analysed), so it is not split.
+TEST(BatchSplit, ModelThatMixesSamplesIsNotSplit) {
+  const BatchSplit split = split_of("loop", 4);
+  EXPECT_FALSE(split.splittable());
+  EXPECT_NE(split.refusal.find("subgraph"), std::string::npos) << split.refusal;
+}
+
+TEST(BatchSplit, TransformerSplitsAlongItsBatch) {
+  const BatchSplit split = split_of("bert", 4);
+  ASSERT_TRUE(split.splittable()) << split.refusal;
+  EXPECT_EQ(split.dim, "batch");
+  EXPECT_EQ(split.batch, 4);
+  EXPECT_EQ(split.input_axis, (std::vector<int>{0, 0}));
+  EXPECT_EQ(split.output_axis, (std::vector<int>{0, 0}));
+  const auto piece = split.graph_for(3);
+  EXPECT_EQ(piece->values[piece->outputs[0]].type.shape[0], 3);
+}
+
+TEST(BatchSplit, RefusesWithAReason) {
+  EXPECT_NE(split_of("mlp", 1).refusal.find("is 1 sample"), std::string::npos);
+  // postproc's outputs (NonMaxSuppression, NonZero) have data-dependent shapes.
+  const std::string postproc = split_of("postproc", 2).refusal;
+  EXPECT_FALSE(postproc.empty());
+}
+
+TEST(PlanningProblem, BatchTheCallerFoundUnsplittableIsNotSplit) {
   ImportOptions import;
   import.dims["batch"] = 2;
-  ImportedModel model =
-      import_onnx(std::string(TANDEM_SOURCE_DIR) + "/zoo/loop/model.onnx", import);
+  ImportedModel model = import_onnx(std::string(TANDEM_SOURCE_DIR) + "/zoo/mlp/model.onnx", import);
   const Cluster cluster =
       load_cluster(std::string(TANDEM_SOURCE_DIR) + "/examples/clusters/cpu-split.yaml");
   const CostModel cost(cluster);
   PlanOptions options;
   options.batch = 2;
   options.microbatches = 2;
+  EXPECT_TRUE(PlanningProblem(model.graph, cluster, cost, options).batch_splittable());
+  options.batch_unsplittable = "a reason";
   const PlanningProblem problem(model.graph, cluster, cost, options);
   EXPECT_FALSE(problem.batch_splittable());
+  EXPECT_EQ(problem.batch_refusal(), "a reason");
   EXPECT_EQ(problem.options().microbatches, 1);
   EXPECT_FALSE(make_data_parallel_strategy()->plan(problem).has_value());
-
-  ImportedModel mlp = import_onnx(std::string(TANDEM_SOURCE_DIR) + "/zoo/mlp/model.onnx", import);
-  EXPECT_TRUE(PlanningProblem(mlp.graph, cluster, cost, options).batch_splittable());
+  // A batch of one sample is never split, and more micro-batches than samples are not made.
+  options.batch_unsplittable.clear();
+  options.batch = 1;
+  EXPECT_FALSE(PlanningProblem(model.graph, cluster, cost, options).batch_splittable());
+  options.batch = 3;
+  options.microbatches = 8;
+  EXPECT_EQ(PlanningProblem(model.graph, cluster, cost, options).options().microbatches, 3);
 }
 
 }  // namespace

@@ -14,6 +14,10 @@ single:<device>). Shapes come from the input files only: no --dim, no --shape. W
 with `tandem run --cluster C --plan plan.json`; auto is then `run --cluster C` alone.
 
 A case passes when tandem exits 0 and its JSON report has a matching check for every output.
+Where a strategy cannot apply -- data-parallel on a batch `tandem plan --json` reports as not
+splittable, or on a one-device cluster -- the case passes only with the one-line refusal that
+names the reason (exit 2), and a splittable model must run. Each cluster also runs
+`--strategy pipeline --microbatches 2`.
 Prints each case as it ends, a table model x path, the failures with the first line of their
 error and their exit status, and "real tier: N cases, P passed, F failed"; exits 1 if any
 failed, 2 when the tier is missing.
@@ -167,6 +171,9 @@ class Case:
     def __init__(self, model, path, steps, expected, outdir):
         self.model, self.path, self.steps, self.expected, self.outdir = model, path, steps, expected, outdir
         self.status, self.error, self.seconds, self.rc = None, "", 0.0, None
+        # where the strategy cannot apply (a batch Tandem proved unsplittable, one device): the
+        # one-line refusal it must give instead, (exit status, words it must contain)
+        self.refusal = None
 
     def fail(self, rc, error):
         self.status, self.rc, self.error = "FAIL", rc, error
@@ -193,6 +200,15 @@ def run_case(case, env, timeout, cwd):
                 return case.fail("timeout", f"{label}: no result after {timeout} s")
             except OSError as error:  # e.g. the binary being relinked under us
                 return case.fail("-", f"{label}: cannot run {argv[0]}: {error}")
+            if last and case.refusal:
+                rc, words = case.refusal
+                line = first_error_line(result.stdout, result.stderr)
+                if result.returncode == rc and all(w in line for w in words) \
+                        and len(result.stderr.strip().splitlines()) == 1:
+                    case.status, case.error = "refused", line
+                    return case
+                return case.fail(result.returncode, f"expected a one-line refusal (exit {rc}, "
+                                 f"{' '.join(words)!r}), got: {line}")
             if not last:
                 if result.returncode != 0:
                     return case.fail(result.returncode, f"{label}: " + first_error_line(result.stdout, result.stderr))
@@ -306,6 +322,24 @@ def main(argv=None):
         if error:
             setup_errors[name] = error
 
+    def devices_of(path):
+        result = subprocess.run([tandem, "devices", "--cluster", path, "--json"], capture_output=True,
+                                text=True, env=env, cwd=workdir)
+        try:
+            return len(json.loads(result.stdout)["devices"])
+        except (ValueError, KeyError, TypeError):
+            return 0
+
+    def batch_split_of(model, inputs, cluster):
+        """What `tandem plan` says of the model's batch: the split, or why it cannot be split."""
+        result = subprocess.run([tandem, "plan", model, *inputs, "--cluster", cluster, "--json"],
+                                capture_output=True, text=True, env=env, cwd=workdir)
+        try:
+            return json.loads(result.stdout)["batch_split"]
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    device_count = {name: devices_of(cluster_files[name]) for name in clusters}
     cases = []
     for entry in entries:
         model = os.path.join(args.zoo, entry["path"])
@@ -323,8 +357,18 @@ def main(argv=None):
 
         run = [tandem, "run", model, *inputs, *expects, *timing]
         new_case("run", [("run", list(run))])
+        split = batch_split_of(model, inputs, cluster_files[clusters[0]]) if clusters else None
+        splittable = bool(split and split.get("splittable"))
+        if clusters:
+            print(f"run_real_tier: {entry['name']}: batch " + (
+                f"{split['samples']} along '{split['dim']}', splittable" if splittable else
+                f"not split ({split['why_not'] if split else 'tandem plan gave no batch_split'})"), flush=True)
         for cname in clusters:
             cfile = cluster_files[cname]
+            if run_has_strategy:
+                # micro-batches: split where the batch splits, and one micro-batch (said so) where not
+                new_case(f"{cname}/pipeline/mb2",
+                         [("run", run + ["--cluster", cfile, "--strategy", "pipeline", "--microbatches", "2"])])
             for strategy in strategies:
                 if strategy.startswith("single:"):
                     strategy = f"single:{single_devices[cname] or '?'}"
@@ -343,7 +387,12 @@ def main(argv=None):
                     steps = [("plan", [tandem, "plan", model, *shapes, "--cluster", cfile, "--strategy", strategy,
                                        "-o", plan_file]),
                              ("run", run + ["--cluster", cfile, "--plan", plan_file])]
-                new_case(path, steps)
+                case = new_case(path, steps)
+                if strategy == "data-parallel" and split is not None:
+                    if not splittable:
+                        case.refusal = (2, ["--strategy data-parallel", "the batch cannot be split"])
+                    elif device_count[cname] < 2:
+                        case.refusal = (2, ["--strategy data-parallel", "two or more devices"])
 
     total = len(cases)
     done = [0]
@@ -353,7 +402,8 @@ def main(argv=None):
     def report(case):
         with lock:
             done[0] += 1
-            result = "pass" if case.status == "pass" else f"FAIL(exit {case.rc}: {case.error})"
+            result = {"pass": "pass", "refused": f"refused as expected: {case.error}"}.get(
+                case.status, f"FAIL(exit {case.rc}: {case.error})")
             print(f"[{done[0]:3d}/{total}] {case.model:22s} {case.path:28s} {case.seconds:6.1f} s  {result}",
                   flush=True)
 
@@ -369,18 +419,21 @@ def main(argv=None):
     # the table: one row per model, one column per path
     paths = list(dict.fromkeys(c.path for c in cases))
     models = list(dict.fromkeys(c.model for c in cases))
-    cell = {(c.model, c.path): (f"ok {c.seconds:.1f}" if c.status == "pass" else f"F{c.rc} {c.seconds:.1f}")
+    cell = {(c.model, c.path): (f"ok {c.seconds:.1f}" if c.status == "pass" else
+                                "n/a" if c.status == "refused" else f"F{c.rc} {c.seconds:.1f}")
             for c in cases}
     width = max(8, max(len(p) for p in paths)) if paths else 8
     mw = max(len(m) for m in models) if models else 5
-    print("\nreal tier: model x path (ok SECONDS, or F<exit status> SECONDS)")
+    print("\nreal tier: model x path (ok SECONDS; n/a: refused as expected, the strategy cannot apply; "
+          "or F<exit status> SECONDS)")
     for c0 in range(0, len(paths), 7):
         chunk = paths[c0:c0 + 7]
         print(f"{'model':{mw}s}  " + "  ".join(f"{p:>{width}s}" for p in chunk))
         for m in models:
             print(f"{m:{mw}s}  " + "  ".join(f"{cell.get((m, p), '-'):>{width}s}" for p in chunk))
         print()
-    failed = [c for c in cases if c.status != "pass"]
+    failed = [c for c in cases if c.status not in ("pass", "refused")]
+    refused = sum(c.status == "refused" for c in cases)
     if failed:
         print("failures (model, path, exit status: first line of the error):")
         for c in failed:
@@ -394,7 +447,8 @@ def main(argv=None):
             f.write("\n")
     passed = total - len(failed)
     print(f"run_real_tier: {time.time() - started:.0f} s")
-    print(f"real tier: {total} cases, {passed} passed, {len(failed)} failed")
+    print(f"real tier: {total} cases, {passed} passed ({refused} of them refused as expected: the "
+          f"strategy cannot apply), {len(failed)} failed")
     return 1 if failed else 0
 
 

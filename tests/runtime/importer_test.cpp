@@ -50,9 +50,9 @@ TEST(Importer, UnboundDimsDefaultToOneAndAreReported) {
 
 TEST(Importer, ShapeOptionOverridesAnInput) {
   ImportOptions options;
-  options.shapes["x"] = {3, 256};
+  options.shapes["x"] = Shape{3, 256};
   EXPECT_EQ(value_named(import_onnx(zoo("mlp"), options).graph, "x").type.shape, (Shape{3, 256}));
-  options.shapes["x"] = {3, 256, 1};
+  options.shapes["x"] = Shape{3, 256, 1};
   EXPECT_THROW(import_onnx(zoo("mlp"), options), InputError);
 }
 

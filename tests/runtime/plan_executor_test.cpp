@@ -16,6 +16,7 @@
 #include "expect_outputs.h"
 #include "ir/error.h"
 #include "ir/fuse.h"
+#include "onnx/batch_split.h"
 #include "onnx/importer.h"
 #include "plan/evaluate.h"
 #include "plan/strategies.h"
@@ -36,41 +37,27 @@ std::vector<std::string> zoo_models() {
   return names;
 }
 
-// A zoo model at a batch size, fused as `tandem run` runs it, and the same model at other
-// batch sizes for plans that split the batch (the inputs whose leading dim is the batch).
+// A zoo model at a batch size, fused as `tandem run` runs it, and how its batch splits (the
+// model re-bound at other batch sizes, for plans that split the batch).
 struct Model {
   std::string path;
   ImportOptions options;
   Graph graph;
-  int64_t batch = 1;
-  std::map<int64_t, std::shared_ptr<const Graph>> rebatched;
+  BatchSplit split;
 
   Model(const std::string& name, int64_t batch_dim) {
     path = kSource + "/zoo/" + name + "/model.onnx";
     options.dims["batch"] = batch_dim;
-    graph = load(options);
-    if (!graph.inputs.empty() && !graph.values[graph.inputs[0]].type.shape.empty())
-      batch = graph.values[graph.inputs[0]].type.shape[0];
-  }
-  Graph load(const ImportOptions& import) const {
-    ImportedModel model = import_onnx(path, import);
+    ImportedModel model = import_onnx(path, options);
     fuse_for_inference(model.graph);
-    return std::move(model.graph);
+    split = find_batch_split(model, options, [](Graph& piece) { fuse_for_inference(piece); });
+    graph = std::move(model.graph);
   }
-  PlanExecutor::GraphForBatch for_batch() {
-    return [this](int64_t size) {
-      auto& graph = rebatched[size];
-      if (graph) return graph;
-      ImportOptions import = options;
-      for (int id : this->graph.inputs) {
-        Shape shape = this->graph.values[id].type.shape;
-        if (shape.empty() || shape[0] != batch) continue;
-        shape[0] = size;
-        import.shapes[this->graph.values[id].name] = shape;
-      }
-      graph = std::make_shared<const Graph>(load(import));
-      return graph;
-    };
+  PlanOptions plan_options() const {
+    PlanOptions plan;
+    plan.batch = split.batch;
+    plan.batch_unsplittable = split.refusal;
+    return plan;
   }
 };
 
@@ -116,17 +103,15 @@ TEST(PlanExecutor, EveryStrategyOnEveryZooModelGivesTheSingleDeviceOutputs) {
     Model model(name, 2);
     const std::vector<Tensor> inputs = random_inputs(model.graph);
     const std::vector<Tensor> expected = GraphExecutor(model.graph, reference_device).run(inputs);
-    PlanOptions plan_options;
-    plan_options.batch = std::max<int64_t>(model.batch, 1);
-    const PlanningProblem problem(model.graph, split.cluster, split.cost, plan_options);
+    const PlanningProblem problem(model.graph, split.cluster, split.cost, model.plan_options());
     for (const std::string strategy :
          {"single:cpu0", "single:cpu1", "greedy", "heft", "pipeline", "data-parallel", "auto"}) {
       SCOPED_TRACE(name + " under " + strategy);
       const std::optional<Plan> plan = make_strategy(strategy, split.cluster)->plan(problem);
       if (!plan) continue;
-      // The planner only splits the batch of models whose inputs and outputs lead with it.
+      // The planner only splits the batch of models that re-infer at a smaller batch.
       const auto executor = std::make_unique<PlanExecutor>(model.graph, *plan, split.pointers(),
-                                                           model.for_batch(), split.options());
+                                                           model.split, split.options());
       tandem::testing::expect_same_outputs(executor->run(inputs), expected);
       int devices_used = 0;
       for (double busy : executor->stats().busy_seconds) devices_used += busy > 0;
@@ -141,10 +126,9 @@ TEST(PlanExecutor, EveryStrategyOnEveryZooModelGivesTheSingleDeviceOutputs) {
 TEST(PlanExecutor, PipelineStagesOverlap) {
   SplitCpu split;
   Model model("tv_resnet18", 8);
-  PlanOptions plan_options;
+  PlanOptions plan_options = model.plan_options();
   plan_options.objective = Objective::kThroughput;
   plan_options.microbatches = 4;
-  plan_options.batch = model.batch;
   const PlanningProblem problem(model.graph, split.cluster, split.cost, plan_options);
   const std::optional<Plan> plan = make_pipeline_strategy()->plan(problem);
   ASSERT_TRUE(plan.has_value());
@@ -153,7 +137,7 @@ TEST(PlanExecutor, PipelineStagesOverlap) {
   const std::vector<Tensor> inputs = random_inputs(model.graph);
   cpu::CpuDevice reference_device("reference");
   const std::vector<Tensor> expected = GraphExecutor(model.graph, reference_device).run(inputs);
-  PlanExecutor executor(model.graph, *plan, split.pointers(), model.for_batch(), split.options());
+  PlanExecutor executor(model.graph, *plan, split.pointers(), model.split, split.options());
   tandem::testing::expect_same_outputs(executor.run(inputs), expected);
   const Timeline& timeline = executor.timeline();
   double overlap = 0;
@@ -211,13 +195,8 @@ struct FaultCase {
   Model model{"resnet", 2};
   PlanningProblem problem;
   Plan plan;
-  FaultCase() : problem(model.graph, split.cluster, split.cost, batch_options()) {
+  FaultCase() : problem(model.graph, split.cluster, split.cost, model.plan_options()) {
     plan = two_halves(problem);
-  }
-  PlanOptions batch_options() const {
-    PlanOptions options;
-    options.batch = model.batch;
-    return options;
   }
 };
 

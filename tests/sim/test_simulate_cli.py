@@ -34,8 +34,8 @@ class Simulate(unittest.TestCase):
         assert result.returncode == 0, result.stderr
         cls.pipeline = os.path.join(cls.dir.name, "pipeline.json")
         result = tandem("plan", model("resnet"), "--cluster", cluster("h100-4xv5e.yaml"),
-                        "--strategy", "pipeline", "--objective", "throughput",
-                        "--microbatches", "4", "-o", cls.pipeline)
+                        "--dim", "batch=8", "--strategy", "pipeline", "--objective",
+                        "throughput", "--microbatches", "4", "-o", cls.pipeline)
         assert result.returncode == 0, result.stderr
 
     def simulate(self, *args, plan=None, model_name="bert", cluster_name="cpu-split.yaml"):
@@ -119,7 +119,12 @@ class Simulate(unittest.TestCase):
         self.assert_bad_input(result, "does not name its model", "--model")
 
     def test_plan_for_another_model_is_refused(self):
-        self.assert_bad_input(self.simulate(model_name="mlp"), "heft.json", "nodes")
+        # Bound to the plan's input shapes, the other model is missing the plan's inputs.
+        self.assert_bad_input(self.simulate(model_name="mlp"), "heft.json", "inputs",
+                              "has no input")
+        # Bound by hand, its inputs are not the plan's.
+        self.assert_bad_input(self.simulate("--dim", "batch=1", model_name="mlp"), "heft.json",
+                              "inputs.x", "missing")
 
     def test_missing_plan_file(self):
         result = tandem("simulate", os.path.join(self.dir.name, "none.json"), "--cluster",

@@ -19,9 +19,16 @@ class PjrtError : public std::runtime_error {
 // Throws PjrtError("<what>: <message>") if `error` is set; destroys the error either way.
 void check(const PJRT_Api* api, PJRT_Error* error, std::string_view what);
 
-// The plugin to load: the cluster file's path if given, else $TANDEM_PJRT_PLUGIN. InputError
-// when neither names one.
-std::string plugin_path(std::string_view from_cluster = {});
+// The plugin to load for a device of `platform` ("cpu", "gpu", "tpu"), searched in this order:
+// the cluster file's `plugin:`; $TANDEM_PJRT_PLUGIN; then the places a Python installation
+// keeps PJRT plugins, as JAX finds them -- the packages of the `jax_plugins` and `xla_plugins`
+// namespaces (jax-cuda*-pjrt, xla-cpu-pjrt, ...) and libtpu -- in the site-packages of
+// $VIRTUAL_ENV, of a `.venv` in the working directory or a parent of it, of a `.venv` in a
+// parent of this executable's directory, of the user (~/.local) and of the system (/usr/local,
+// /usr). A package serves a platform when its name says so (cpu; cuda or gpu; libtpu).
+// An empty platform takes the first found of tpu, gpu, cpu. InputError naming the places
+// searched when none is found.
+std::string plugin_path(std::string_view from_cluster, std::string_view platform = {});
 
 // Accepts a plugin's API version if its major equals the header's and its minor is at least
 // the header's (older plugins may lack entries this build calls); InputError naming the plugin
