@@ -10,17 +10,18 @@ bash "$REPO/scripts/build.sh"
 TANDEM="$REPO/build/src/tandem"
 MODEL="$REPO/zoo/resnet"
 CLUSTER="$REPO/examples/clusters/cpu-split.yaml"
-DATA=(--dim batch=2 --input "input=$MODEL/inputs/input.npy" --expect "logits=$MODEL/expected/logits.npy")
+INPUT=(--input "input=$MODEL/inputs/input.npy")  # its shape (batch 2) binds the model's
+DATA=("${INPUT[@]}" --expect "logits=$MODEL/expected/logits.npy")
 set -x
-"$TANDEM" inspect "$MODEL/model.onnx" --dim batch=2
+"$TANDEM" inspect "$MODEL/model.onnx" "${INPUT[@]}"
 "$TANDEM" run "$MODEL/model.onnx" "${DATA[@]}" --threads 2 --warmup 5 --iterations 50
-"$TANDEM" plan "$MODEL/model.onnx" --dim batch=2 --cluster "$CLUSTER" -o "$REPO/build/demo-plan.json" \
+"$TANDEM" plan "$MODEL/model.onnx" "${INPUT[@]}" --cluster "$CLUSTER" -o "$REPO/build/demo-plan.json" \
   --report "$REPO/build/demo-plan.html"
 "$TANDEM" run "$MODEL/model.onnx" "${DATA[@]}" --cluster "$CLUSTER" --plan "$REPO/build/demo-plan.json" \
   --warmup 5 --iterations 50 --trace "$REPO/build/demo-trace.json"
-"$TANDEM" plan "$MODEL/model.onnx" --dim batch=2 --cluster "$REPO/examples/clusters/cpu-pjrt.yaml" \
+"$TANDEM" plan "$MODEL/model.onnx" "${INPUT[@]}" --cluster "$REPO/examples/clusters/cpu-pjrt.yaml" \
   --strategy single:pjrt0 -o "$REPO/build/demo-pjrt-plan.json"
-export TANDEM_PJRT_PLUGIN="$(bash "$REPO/scripts/pjrt-plugin.sh")"
+# The PJRT CPU plugin is found in .venv, where setup installed it: no variable to set.
 for attempt in first second; do
   "$TANDEM" run "$MODEL/model.onnx" "${DATA[@]}" --cluster "$REPO/examples/clusters/cpu-pjrt.yaml" \
     --plan "$REPO/build/demo-pjrt-plan.json" --warmup 5 --iterations 50

@@ -53,6 +53,29 @@ std::string first_refusal(const Graph& graph) {
   return "";
 }
 
+// A model served at two batch sizes: each shape compiles once, and going back to the first
+// shape reuses its program instead of compiling it again.
+TEST(ZooOnPjrt, EachShapeCompilesOnce) {
+  auto session = std::make_shared<PjrtSession>(PjrtPlugin::load(TANDEM_PJRT_CPU_PLUGIN), "");
+  PjrtDevice device("pjrt0", session, 0);
+  cpu::CpuDevice reference("reference");
+  std::mt19937_64 rng(5);
+  for (int64_t batch : {1, 3, 1, 3}) {
+    ImportOptions options;
+    options.dims["batch"] = batch;
+    ImportedModel model = import_onnx(kSource + "/zoo/mlp/model.onnx", options);
+    fuse_for_inference(model.graph);
+    const Value& input = model.graph.values[model.graph.inputs[0]];
+    const std::vector<Tensor> inputs = {random_tensor(input.type.dtype, input.type.shape, rng)};
+    GraphExecutor executor(model.graph, device);
+    tandem::testing::expect_same_outputs(executor.run(inputs),
+                                         GraphExecutor(model.graph, reference).run(inputs));
+  }
+  const ExecutableCache::Stats stats = session->cache.stats();
+  EXPECT_EQ(stats.compiles, 2);
+  EXPECT_EQ(stats.memory_hits, 2);
+}
+
 TEST(ZooOnPjrt, EveryStaticModelMatchesOnnxRuntime) {
   // The models whose every op lowers; the others (If, Loop, TopK, NonZero, Trilu...) are
   // covered by the hybrid test below.
