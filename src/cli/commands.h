@@ -97,7 +97,7 @@ int simulate_command(const SimulateOptions& options);
 // Reads the --input files (NAME=FILE.npy), by input name.
 std::map<std::string, Tensor> read_input_files(const ModelOptions& options);
 // --dim, --shape and the input files' shapes as importer options (a file and a --shape that
-// disagree on an input are an error naming both).
+// disagree on an input are an error naming both). Files missing from `input_files` are read.
 ImportOptions import_options(const ModelOptions& options,
                              const std::map<std::string, Tensor>& input_files = {});
 // Loads the model bound by import_options, with progress on stderr.

@@ -69,7 +69,8 @@ ImportOptions import_options(const ModelOptions& options,
   // takes it; a --shape for the same input must agree.
   for (const std::string& text : options.inputs) {
     auto [name, file] = split_assignment(text, "--input");
-    const Shape& dims = input_files.at(name).shape();
+    const auto known = input_files.find(name);
+    const Shape dims = known != input_files.end() ? known->second.shape() : read_npy(file).shape();
     const auto given = import.shapes.find(name);
     if (given != import.shapes.end() && given->second.dims != dims) {
       throw InputError(file, "its shape " + shape_str(dims) + " differs from " +

@@ -103,6 +103,64 @@ class RunCluster(unittest.TestCase):
         self.assertEqual(result.returncode, 2)
         self.assertIn("need --cluster", result.stderr)
 
+    def cluster_file(self, folder, devices):
+        path = os.path.join(folder, "cluster.yaml")
+        with open(path, "w") as f:
+            f.write("hosts: [h]\ndevices:\n" + "".join(f"  - {d}\n" for d in devices))
+        return path
+
+    def test_a_device_without_its_backend_is_refused_before_any_work(self):
+        cpu = "{id: cpu0, preset: cpu-generic-avx2, host: h, backend: cpu, cores: 1}"
+        for device, words in (
+                ("{id: gpu0, preset: nvidia-h100-sxm, host: h, backend: cuda}", ["gpu0", "cuda"]),
+                ("{id: sim0, preset: nvidia-h100-sxm, host: h, backend: none}", ["sim0", "none"])):
+            with tempfile.TemporaryDirectory() as folder:
+                cluster = self.cluster_file(folder, [cpu, device])
+                result = tandem("run", *model_args("mlp"), "--cluster", cluster, "--iterations", "1")
+            self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+            self.assertEqual(result.stdout, "")  # nothing ran, nothing was reported
+            lines = result.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, result.stderr)
+            self.assertTrue(lines[0].startswith("tandem: error: " + cluster), lines[0])
+            for word in words:
+                self.assertIn(word, lines[0])
+
+    def test_shapes_come_from_the_input_files(self):
+        # The zoo's DLRM has four inputs whose batch is a symbolic dim: the files alone bind it,
+        # and the data-parallel split along it matches the single-device outputs.
+        entry = entry_of("dlrm")
+        args = [os.path.join(ZOO, entry["path"])]
+        for given in entry["inputs"]:
+            args += ["--input", f"{given['name']}={os.path.join(ZOO, given['file'])}"]
+        for output in entry["outputs"]:
+            args += ["--expect", f"{output['name']}={os.path.join(ZOO, output['file'])}"]
+        plain = tandem("run", *args, "--iterations", "1")
+        self.assertEqual(plain.returncode, 0, plain.stderr)
+        self.assertNotIn("bound to 1", plain.stderr)
+        split = tandem("run", *args, *SPLIT, "--strategy", "data-parallel", "--json")
+        self.assertEqual(split.returncode, 0, split.stderr)
+        report = json.loads(split.stdout)
+        self.assertEqual(report["plan"]["strategy"], "data-parallel")
+        self.assertTrue(all(check["matches"] for check in report["checks"]), report["checks"])
+        inspect = tandem("inspect", *args[:1], *args[1:2 * len(entry["inputs"]) + 1], "--json")
+        self.assertEqual(inspect.returncode, 0, inspect.stderr)
+        shapes = {i["name"]: i["shape"] for i in json.loads(inspect.stdout)["inputs"]}
+        for given in entry["inputs"]:
+            self.assertEqual(shapes[given["name"]], given["shape"], shapes)
+
+    def test_a_model_that_mixes_samples_is_not_split(self):
+        # The zoo's Loop model branches on the mean over the whole batch.
+        plan = tandem("plan", *model_and_dims("loop"), "--cluster", SPLIT[1], "--microbatches",
+                      "2", "--objective", "throughput", "--json")
+        self.assertEqual(plan.returncode, 0, plan.stderr)
+        split = json.loads(plan.stdout)["batch_split"]
+        self.assertFalse(split["splittable"])
+        self.assertIn("subgraph", split["why_not"])
+        self.assertEqual(json.loads(plan.stdout)["microbatches"], 1)
+        result = tandem("run", *model_args("loop"), *SPLIT, "--strategy", "data-parallel")
+        self.assertEqual(result.returncode, 2, result.stdout)
+        self.assertIn("the batch cannot be split", result.stderr)
+
     def test_single_device_run_is_unchanged(self):
         result = tandem("run", *model_args("mlp"), "--iterations", "1")
         self.assertEqual(result.returncode, 0, result.stderr)
