@@ -32,8 +32,6 @@ cumulative average), as a trained model's would be.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import os
 import shutil
@@ -45,8 +43,8 @@ import numpy as np
 import onnx
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from zoo_common import (ORT_THREADS, collect_ops, default_opset, ensure_dir,  # noqa: E402
-                        graph_shape, ort_session, safe_filename, write_json)
+from zoo_common import (generator_main, ORT_THREADS, collect_ops, default_opset, ensure_dir,  # noqa: E402
+                        graph_shape, ort_session, safe_filename)
 
 F32 = np.float32
 I64 = np.int64
@@ -729,25 +727,7 @@ def make_one(name, out_root):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="zoo/real", help="output folder (default: zoo/real)")
-    ap.add_argument("--only", default="", help="comma-separated subset of: " + ",".join(ALL))
-    args = ap.parse_args(argv)
-    names = [n for n in args.only.split(",") if n] or ALL
-    unknown = [n for n in names if n not in ALL]
-    if unknown:
-        ap.error(f"unknown model(s): {unknown}")
-    ensure_dir(args.out)
-    t0 = time.time()
-    entries = [make_one(n, args.out) for n in names]
-    manifest_path = os.path.join(args.out, "manifest.json")
-    if args.only and os.path.exists(manifest_path):  # merge into an existing manifest
-        with open(manifest_path) as f:
-            old = {e["name"]: e for e in json.load(f)}
-        old.update({e["name"]: e for e in entries})
-        entries = [old[n] for n in ALL if n in old]
-    write_json(manifest_path, entries)
-    print(f"make_real_zoo: {len(names)} models written to {args.out} in {time.time() - t0:.1f} s")
+    generator_main("make_real_zoo", __doc__, "zoo/real", ALL, make_one, argv)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ Everything is deterministic (fixed seeds) and nothing is downloaded.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import sys
@@ -23,8 +22,8 @@ import onnx
 from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from zoo_common import (GraphBuilder, collect_ops, default_opset, ensure_dir,  # noqa: E402
-                        graph_shape, ort_session, safe_filename, write_json)
+from zoo_common import (generator_main, GraphBuilder, collect_ops, default_opset, ensure_dir,  # noqa: E402
+                        graph_shape, ort_session, safe_filename)
 
 BATCH = 2
 F32 = np.float32
@@ -589,26 +588,7 @@ def make_one(name, out_root):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="zoo", help="output folder (default: zoo)")
-    ap.add_argument("--only", default="", help="comma-separated subset of: " + ",".join(ALL))
-    args = ap.parse_args(argv)
-    names = [n for n in args.only.split(",") if n] or ALL
-    unknown = [n for n in names if n not in ALL]
-    if unknown:
-        ap.error(f"unknown model(s): {unknown}")
-    ensure_dir(args.out)
-    t0 = time.time()
-    entries = [make_one(n, args.out) for n in names]
-    manifest_path = os.path.join(args.out, "manifest.json")
-    if args.only and os.path.exists(manifest_path):  # merge into an existing manifest
-        import json
-        with open(manifest_path) as f:
-            old = {e["name"]: e for e in json.load(f)}
-        old.update({e["name"]: e for e in entries})
-        entries = [old[n] for n in ALL if n in old]
-    write_json(manifest_path, entries)
-    print(f"make_zoo: {len(names)} models written to {args.out} in {time.time() - t0:.1f} s")
+    generator_main("make_zoo", __doc__, "zoo", ALL, make_one, argv)
 
 
 if __name__ == "__main__":

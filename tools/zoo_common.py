@@ -177,3 +177,32 @@ def safe_filename(name: str) -> str:
 def ensure_dir(path: str) -> str:
     os.makedirs(path, exist_ok=True)
     return path
+
+
+def generator_main(tool: str, doc: str, default_out: str, names: Sequence[str], make_one,
+                   argv=None) -> None:
+    """The command line both zoo generators share: --out, --only; every model made by
+    make_one(name, out) -> manifest entry, the manifest written (merged with an existing one
+    when --only picks a subset)."""
+    import argparse
+    import time
+    ap = argparse.ArgumentParser(prog=tool, description=doc,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=default_out, help=f"output folder (default: {default_out})")
+    ap.add_argument("--only", default="", help="comma-separated subset of: " + ",".join(names))
+    args = ap.parse_args(argv)
+    chosen = [n for n in args.only.split(",") if n] or list(names)
+    unknown = [n for n in chosen if n not in names]
+    if unknown:
+        ap.error(f"unknown model(s): {unknown}")
+    ensure_dir(args.out)
+    t0 = time.time()
+    entries = [make_one(n, args.out) for n in chosen]
+    manifest_path = os.path.join(args.out, "manifest.json")
+    if args.only and os.path.exists(manifest_path):  # merge into an existing manifest
+        with open(manifest_path) as f:
+            old = {e["name"]: e for e in json.load(f)}
+        old.update({e["name"]: e for e in entries})
+        entries = [old[n] for n in names if n in old]
+    write_json(manifest_path, entries)
+    print(f"{tool}: {len(chosen)} models written to {args.out} in {time.time() - t0:.1f} s")
