@@ -10,6 +10,7 @@ namespace tandem::cpu {
 void register_layout_kernels(KernelRegistry& registry);    // Transpose, Slice, Concat, Split...
 void register_creation_kernels(KernelRegistry& registry);  // Shape, Size, Constant*, Range...
 void register_pad_kernels(KernelRegistry& registry);       // Pad, Trilu
+void register_resize_kernels(KernelRegistry& registry);    // Resize
 void register_index_kernels(KernelRegistry& registry);     // Gather*, Scatter*, OneHot
 void register_data_dependent_kernels(KernelRegistry& registry);  // NonZero, NMS, Unique, TopK
 

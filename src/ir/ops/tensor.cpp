@@ -78,6 +78,7 @@ void register_tensor_ops(OpRegistry& registry) {
   tensor_ops::register_creation_ops(registry);
   tensor_ops::register_layout_ops(registry);
   tensor_ops::register_pad_ops(registry);
+  tensor_ops::register_resize_ops(registry);
   tensor_ops::register_index_ops(registry);
   tensor_ops::register_data_dependent_ops(registry);
 }

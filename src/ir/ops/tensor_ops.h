@@ -12,6 +12,7 @@ void register_view_ops(OpRegistry& registry);      // Reshape, Flatten, Squeeze,
 void register_creation_ops(OpRegistry& registry);  // Shape, Size, Constant*, Range, EyeLike
 void register_layout_ops(OpRegistry& registry);  // Transpose, Concat, Split, Slice, Expand, Tile...
 void register_pad_ops(OpRegistry& registry);     // Pad, Trilu
+void register_resize_ops(OpRegistry& registry);  // Resize
 void register_index_ops(OpRegistry& registry);   // Gather*, Scatter*, OneHot
 void register_data_dependent_ops(OpRegistry& registry);  // NonZero, NMS, Unique, TopK
 
