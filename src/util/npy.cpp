@@ -1,9 +1,10 @@
 #include "util/npy.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <regex>
+#include <optional>
 
 #include "ir/error.h"
 
@@ -11,6 +12,27 @@ namespace tandem {
 namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
+constexpr char kSpace[] = " \t\n\r\f\v";
+
+// The header dict's value of 'key': at the first 'key' followed by ':' and `open` (spaces
+// allowed between them), the text after `open` up to the next `close`, or "" when `close` is 0.
+// A scan, not std::regex: libstdc++'s regex recurses once per character and overflows the
+// stack on a long header.
+std::optional<std::string> header_value(const std::string& header, const std::string& key,
+                                        std::string_view open, char close) {
+  const std::string quoted = "'" + key + "'";
+  for (size_t at = header.find(quoted); at != std::string::npos; at = header.find(quoted, at + 1)) {
+    size_t value = header.find_first_not_of(kSpace, at + quoted.size());
+    if (value == std::string::npos || header[value] != ':') continue;
+    value = header.find_first_not_of(kSpace, value + 1);
+    if (value == std::string::npos || header.compare(value, open.size(), open) != 0) continue;
+    if (close == 0) return "";
+    const size_t end = header.find(close, value + open.size());
+    if (end != std::string::npos)
+      return header.substr(value + open.size(), end - value - open.size());
+  }
+  return std::nullopt;
+}
 
 DType dtype_from_descr(const std::string& descr) {
   static const std::pair<const char*, DType> kTypes[] = {
@@ -66,25 +88,21 @@ Tensor parse_npy(const std::string& path) {
   file.read(header.data(), static_cast<std::streamsize>(header_length));
   offset += header_length;
 
-  std::smatch match;
-  if (!std::regex_search(header, match, std::regex(R"('descr'\s*:\s*'([^']*)')"))) {
-    throw InputError("bad .npy header: no descr");
-  }
-  const DType dtype = dtype_from_descr(match[1]);
-  if (std::regex_search(header, std::regex(R"('fortran_order'\s*:\s*True)"))) {
+  const std::optional<std::string> descr = header_value(header, "descr", "'", '\'');
+  if (!descr) throw InputError("bad .npy header: no descr");
+  const DType dtype = dtype_from_descr(*descr);
+  if (header_value(header, "fortran_order", "True", 0)) {
     throw InputError("Fortran-ordered .npy files are not supported");
   }
-  if (!std::regex_search(header, match, std::regex(R"('shape'\s*:\s*\(([^)]*)\))"))) {
-    throw InputError("bad .npy header: no shape");
-  }
+  const std::optional<std::string> dims = header_value(header, "shape", "(", ')');
+  if (!dims) throw InputError("bad .npy header: no shape");
   Shape shape;
-  const std::string dims = match[1];
-  const std::regex number(R"(\d+)");
-  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), number);
-       it != std::sregex_iterator(); ++it) {
-    const std::string digits = it->str();
+  for (size_t start = dims->find_first_of("0123456789"); start != std::string::npos;) {
+    const size_t end = std::min(dims->find_first_not_of("0123456789", start), dims->size());
+    const std::string digits = dims->substr(start, end - start);
     if (digits.size() > 15) throw InputError("absurd .npy dimension " + digits);
     shape.push_back(std::stoll(digits));
+    start = dims->find_first_of("0123456789", end);
   }
   const double expected =
       static_cast<double>(numel(shape)) * static_cast<double>(dtype_size(dtype));

@@ -61,5 +61,47 @@ TEST(Npy, RejectsAHeaderThatClaimsMoreThanTheFileHolds) {
   EXPECT_THROW(read_npy(path), InputError);
 }
 
+// A version 1.0 file whose header is `header`, padded to `length` bytes, then `data`.
+std::string npy_bytes(std::string header, size_t length, const std::string& data = "") {
+  header.resize(length, ' ');
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+  bytes += static_cast<char>(length & 0xff);
+  bytes += static_cast<char>(length >> 8);
+  return bytes + header + data;
+}
+
+// std::regex recursed once per header character and overflowed the stack at these lengths.
+TEST(Npy, ReadsLongHeadersWithoutOverflowingTheStack) {
+  const std::string path = temp_path("long.npy");
+  std::string ones;
+  for (int i = 0; i < 20000; ++i) ones += "1, ";
+  std::ofstream(path, std::ios::binary)
+      << npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (" + ones + "), }", 65535,
+                   std::string(4, '\0'));
+  EXPECT_EQ(read_npy(path).rank(), 20000);
+
+  std::ofstream(path, std::ios::binary)
+      << npy_bytes("{'descr': '" + std::string(65000, 'a'), 65535);
+  try {
+    read_npy(path);
+    FAIL() << "read a header with no descr";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no descr"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Npy, ReadsTheHeaderKeysWhereverTheyAreAndRefusesFortranOrder) {
+  const std::string path = temp_path("keys.npy");
+  std::ofstream(path, std::ios::binary) << npy_bytes(
+      "{'shape' :( 2 ,3 ), 'fortran_order':False,'descr'\t: '<i2', }", 64, std::string(12, '\1'));
+  const Tensor tensor = read_npy(path);
+  EXPECT_EQ(tensor.dtype(), DType::kInt16);
+  EXPECT_EQ(tensor.shape(), (Shape{2, 3}));
+
+  std::ofstream(path, std::ios::binary) << npy_bytes(
+      "{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", 64, std::string(8, '\0'));
+  EXPECT_THROW(read_npy(path), InputError);
+}
+
 }  // namespace
 }  // namespace tandem
