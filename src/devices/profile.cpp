@@ -321,6 +321,8 @@ CalibrationProfile read_profile(const std::string& path) {
   } catch (const json::parse_error& e) {
     throw InputError(path, "not valid JSON at " + position(text, e.byte == 0 ? 0 : e.byte - 1) +
                                " (a calibration profile is written by `tandem calibrate`)");
+  } catch (const json::exception& e) {  // out_of_range: a number beyond a double
+    throw InputError(path, std::string("not valid JSON: ") + e.what());
   }
   return ProfileReader(path).read(root);
 }

@@ -120,6 +120,11 @@ TEST(Profile, TruncatedFileIsRejected) {
   expect_rejected(text.substr(0, text.size() / 2), "not valid JSON");
 }
 
+TEST(Profile, NumberBeyondADoubleIsRejected) {
+  // nlohmann's parser throws out_of_range, not parse_error, for these.
+  expect_rejected(profile_text_with("\"version\": 1", "\"version\": 1e400"), "not valid JSON");
+}
+
 TEST(Profile, WrongVersionIsRejected) {
   expect_rejected(profile_text_with("\"version\": 1", "\"version\": 2"),
                   "version 2 is not supported");

@@ -136,6 +136,13 @@ TEST(PlanJson, RejectsAnotherVersion) {
   EXPECT_NE(error_of(json, fixture.problem).find("plan.json: field 'version'"), std::string::npos);
 }
 
+TEST(PlanJson, RejectsAFormatThatIsNotAString) {
+  // A number there escaped as nlohmann's type_error (exit status 3); also a fuzz regression seed.
+  const Fixture fixture;
+  const std::string error = error_of({{"format", 1}}, fixture.problem);
+  EXPECT_NE(error.find("plan.json: field 'format'"), std::string::npos) << error;
+}
+
 TEST(PlanJson, RejectsAPlanOfAnotherModel) {
   const Fixture fixture;
   nlohmann::json json = plan_json(fixture.split_plan(), fixture.problem);
@@ -178,6 +185,22 @@ TEST(PlanJson, RejectsFilesThatAreNotJson) {
     FAIL() << "accepted a file that is not JSON";
   } catch (const InputError& e) {
     EXPECT_EQ(e.subject(), path);
+  }
+  std::filesystem::remove(path);
+}
+
+TEST(PlanJson, RejectsNumbersBeyondADouble) {
+  // nlohmann's parser throws out_of_range, not parse_error, for these (found by tests/fuzz).
+  const Fixture fixture;
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "tandem_plan_overflow.json").string();
+  std::ofstream(path) << R"({"format": "tandem-plan", "version": 1e400})";
+  try {
+    read_plan(path, fixture.problem);
+    FAIL() << "accepted a number beyond a double";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.subject(), path);
+    EXPECT_NE(std::string(e.what()).find("not JSON"), std::string::npos) << e.what();
   }
   std::filesystem::remove(path);
 }
