@@ -119,7 +119,8 @@ T prelu(T x, T slope) {
   if constexpr (std::floating_point<T>) {
     return fastmath::select(x < 0, slope * x, x);
   } else {
-    return x < 0 ? static_cast<T>(slope * x) : x;
+    using U = std::make_unsigned_t<T>;  // wraps around: signed overflow is undefined
+    return x < 0 ? static_cast<T>(static_cast<U>(slope) * static_cast<U>(x)) : x;
   }
 }
 

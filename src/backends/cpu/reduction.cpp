@@ -31,6 +31,27 @@ using Accumulator =
     std::conditional_t<kKind == Reduce::kMax || kKind == Reduce::kMin, T,
                        std::conditional_t<std::is_floating_point_v<T>, double, int64_t>>;
 
+// Integer sums and products wrap around (as in ONNX Runtime and XLA): computed in the unsigned
+// type, since signed overflow is undefined behaviour.
+template <typename Acc>
+Acc wrap_add(Acc a, Acc b) {
+  if constexpr (std::is_integral_v<Acc> && !std::is_same_v<Acc, bool>) {
+    using U = std::make_unsigned_t<Acc>;
+    return static_cast<Acc>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return a + b;
+  }
+}
+template <typename Acc>
+Acc wrap_mul(Acc a, Acc b) {
+  if constexpr (std::is_integral_v<Acc> && !std::is_same_v<Acc, bool>) {
+    using U = std::make_unsigned_t<Acc>;
+    return static_cast<Acc>(static_cast<U>(a) * static_cast<U>(b));
+  } else {
+    return a * b;
+  }
+}
+
 template <Reduce kKind, typename T>
 Accumulator<kKind, T> identity() {
   using Acc = Accumulator<kKind, T>;
@@ -50,17 +71,17 @@ Accumulator<kKind, T> identity() {
 template <Reduce kKind, typename Acc, typename T>
 Acc term(T x) {
   const auto v = static_cast<Acc>(x);
-  if constexpr (kKind == Reduce::kL1) return v < 0 ? -v : v;
-  if constexpr (kKind == Reduce::kL2 || kKind == Reduce::kSumSquare) return v * v;
+  if constexpr (kKind == Reduce::kL1) return v < 0 ? wrap_mul(v, Acc(-1)) : v;
+  if constexpr (kKind == Reduce::kL2 || kKind == Reduce::kSumSquare) return wrap_mul(v, v);
   return v;
 }
 
 template <Reduce kKind, typename Acc>
 Acc combine(Acc a, Acc b) {
-  if constexpr (kKind == Reduce::kProd) return a * b;
+  if constexpr (kKind == Reduce::kProd) return wrap_mul(a, b);
   if constexpr (kKind == Reduce::kMax) return a < b ? b : a;
   if constexpr (kKind == Reduce::kMin) return b < a ? b : a;
-  return a + b;
+  return wrap_add(a, b);
 }
 
 template <Reduce kKind, typename T, typename Acc>
@@ -80,6 +101,11 @@ Accumulator<kKind, T> accumulate_row(const T* x, int64_t n) {
   using Acc = Accumulator<kKind, T>;
   if constexpr (is_sum_like(kKind) && std::is_same_v<T, float>) {
     return reduction::blocked_sum(n, [x](int64_t i) { return term<kKind, float>(x[i]); });
+  } else if constexpr (is_sum_like(kKind) && std::is_integral_v<Acc>) {
+    uint64_t acc = 0;  // wraps, as wrap_add
+#pragma omp simd reduction(+ : acc)
+    for (int64_t i = 0; i < n; ++i) acc += static_cast<uint64_t>(term<kKind, Acc>(x[i]));
+    return static_cast<Acc>(acc);
   } else if constexpr (is_sum_like(kKind)) {
     Acc acc = 0;
 #pragma omp simd reduction(+ : acc)
@@ -101,7 +127,7 @@ Accumulator<kKind, T> accumulate_row(const T* x, int64_t n) {
     return acc;
   } else {
     Acc acc = 1;
-    for (int64_t i = 0; i < n; ++i) acc *= static_cast<Acc>(x[i]);
+    for (int64_t i = 0; i < n; ++i) acc = wrap_mul(acc, static_cast<Acc>(x[i]));
     return acc;
   }
 }
@@ -146,7 +172,7 @@ void reduce_columns(const T* x, int64_t extent, int64_t inner, int64_t count, T*
     for (int64_t r = 0; r < extent; ++r) {
       const T* row = x + r * inner;
       if constexpr (is_sum_like(kKind)) {
-        for (int64_t j = 0; j < count; ++j) acc[j] += term<kKind, Acc>(row[j]);
+        for (int64_t j = 0; j < count; ++j) acc[j] = wrap_add(acc[j], term<kKind, Acc>(row[j]));
       } else {
         for (int64_t j = 0; j < count; ++j) acc[j] = combine<kKind>(acc[j], Acc(row[j]));
       }

@@ -41,7 +41,8 @@ StridedLayout slice_layout(const Shape& input, std::span<const SliceRange> range
   StridedLayout layout;
   for (size_t d = 0; d < input.size(); ++d) {
     layout.shape.push_back(ranges[d].count);
-    layout.strides.push_back(strides[d] * ranges[d].step);
+    // One element or none: no stride (a huge step times the stride would overflow).
+    layout.strides.push_back(ranges[d].count > 1 ? strides[d] * ranges[d].step : 0);
     if (ranges[d].count > 0) layout.offset += strides[d] * ranges[d].start;
   }
   return layout;
