@@ -335,7 +335,9 @@ ImportedModel import_onnx(const std::string& path, const ImportOptions& options)
     for (const auto& [name, given] : options.shapes) {
       const auto& inputs = proto.graph().input();
       if (std::none_of(inputs.begin(), inputs.end(),
-                       [&](const onnx::ValueInfoProto& input) { return input.name() == name; })) {
+                       [&wanted = name](const onnx::ValueInfoProto& input) {
+                         return input.name() == wanted;  // clang < 16 cannot capture a binding
+                       })) {
         throw InputError(shape_source(name, given), "the model has no input '" + name + "'");
       }
     }
