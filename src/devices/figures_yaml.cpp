@@ -1,6 +1,7 @@
 #include "devices/figures_yaml.h"
 
 #include <array>
+#include <cmath>
 
 namespace tandem {
 namespace {
@@ -108,7 +109,8 @@ void read_device_figures(const YamlFile& file, const YAML::Node& map, const std:
   if (map["matrix_tile"]) {
     const Figure tile =
         read_figure(file, map["matrix_tile"], field + ".matrix_tile", Quantity::kCount, citations);
-    if (tile.value != static_cast<int>(tile.value) || tile.value > 4096) {
+    // Range first: casting a value beyond int's range is undefined behaviour.
+    if (!(tile.value >= 1 && tile.value <= 4096) || tile.value != std::floor(tile.value)) {
       file.fail(map["matrix_tile"], field + ".matrix_tile", "must be an integer up to 4096");
     }
     figures.matrix_tile = static_cast<int>(tile.value);
