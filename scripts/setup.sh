@@ -21,6 +21,9 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-venv python3-numpy python3-torch python3-torchvision
   chromium  # headless: the HTML report's browser test
+  # scripts/sanitizers.sh: clang with libFuzzer and the sanitizer runtimes, LLVM's OpenMP runtime
+  # (TSan understands it, with its Archer tool), llvm-symbolizer for the reports' stacks
+  clang-14 libclang-rt-14-dev libomp-14-dev llvm-14
 )
 PIP_REQUIREMENTS=("numpy<2" "onnx==1.17.0" "onnxruntime==1.20.1" "xla-cpu-pjrt==0.0.1")
 
