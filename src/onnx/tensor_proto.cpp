@@ -36,6 +36,7 @@ void ExternalWeights::read(const std::string& location, uint64_t offset, uint64_
                      std::to_string(bytes) + " is past the end of '" + location + "' (" +
                      std::to_string(size) + " bytes)");
   }
+  if (destination == nullptr) return;  // a check of the file and range only
   std::ifstream file(resolved, std::ios::binary);
   file.seekg(static_cast<std::streamoff>(offset));
   if (!file.read(static_cast<char*>(destination), static_cast<std::streamsize>(bytes))) {
@@ -118,8 +119,8 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const ExternalWeights& 
                        " does not match its shape " + shape_str(shape) + " (" +
                        std::to_string(bytes) + " bytes)");
     }
-    // Validate the file and range before allocating anything sized by the model.
-    weights.read(location, offset, 0, nullptr, proto.name());
+    // Validate the file and the whole range before allocating anything sized by the model.
+    weights.read(location, offset, bytes, nullptr, proto.name());
     Tensor tensor = Tensor::allocate(dtype, shape);
     weights.read(location, offset, bytes, tensor.raw(), proto.name());
     return tensor;

@@ -13,7 +13,8 @@ class ExternalWeights {
  public:
   explicit ExternalWeights(std::filesystem::path model_dir);
   // Reads `bytes` bytes at `offset` of `location`; throws InputError for a path that leaves
-  // the model's folder (.., absolute, symlink), a missing file, or a range past its end.
+  // the model's folder (.., absolute, symlink), a missing file, or a range past its end. With
+  // a null `destination` it only checks (before a caller allocates `bytes`).
   void read(const std::string& location, uint64_t offset, uint64_t bytes, void* destination,
             const std::string& tensor_name) const;
 
