@@ -19,7 +19,7 @@ nlohmann::json read_json(const std::string& path) {
   if (!file) throw InputError(path, "cannot open the plan file");
   try {
     return nlohmann::json::parse(file);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number beyond a double
     throw InputError(path, std::string("not JSON: ") + e.what());
   }
 }
@@ -28,6 +28,14 @@ nlohmann::json read_json(const std::string& path) {
 // the batch as `tandem plan` finds it.
 PlanOptions options_of(const nlohmann::json& plan, const BatchSplit& split,
                        const std::string& file) {
+  // Fields of the wrong type are named here; plan_from_json checks the rest.
+  for (const char* key : {"objective", "batch", "microbatches"}) {
+    if (!plan.is_object() || !plan.contains(key)) continue;
+    const bool text = std::string_view(key) == "objective";
+    if (text ? !plan[key].is_string() : !plan[key].is_number_integer())
+      throw InputError(
+          file, std::string("field '") + key + "': expected " + (text ? "a string" : "an integer"));
+  }
   PlanOptions options;
   const std::string objective = plan.value("objective", "latency");
   for (Objective candidate : {Objective::kLatency, Objective::kThroughput, Objective::kCost}) {

@@ -131,6 +131,17 @@ class Simulate(unittest.TestCase):
                         cluster("cpu-split.yaml"), "--model", model("bert"))
         self.assert_bad_input(result, "cannot open the plan file")
 
+    def test_plan_fields_of_the_wrong_type_are_bad_input(self):
+        for text, words in (('{"format": "tandem-plan", "version": 1, "objective": 3}',
+                             ["objective", "expected a string"]),
+                            ('{"format": 1e400}', ["not JSON"])):
+            path = os.path.join(self.dir.name, "wrong.json")
+            with open(path, "w") as f:
+                f.write(text)
+            result = tandem("simulate", path, "--cluster", cluster("cpu-split.yaml"), "--model",
+                            model("mlp"), "--dim", "batch=1")
+            self.assert_bad_input(result, "wrong.json", *words)
+
     def test_bad_replicas(self):
         self.assertEqual(self.simulate("--replicas", "0").returncode, 2)
 
