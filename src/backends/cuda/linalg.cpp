@@ -1,0 +1,61 @@
+// The linalg family: MatMul and Gemm through cuBLASLt, Conv through cuDNN, pooling; the
+// pieces its files share.
+#include <cstdlib>
+#include <limits>
+#include <string_view>
+
+#include "backends/cuda/linalg_internal.h"
+#include "ir/error.h"
+
+namespace tandem::cuda {
+
+Activation fused_activation(const Node& node) {
+  const std::string name = node.attr_string("activation", "");
+  if (name.empty()) return {};
+  struct Default {
+    std::string_view name;
+    ActivationKind kind;
+    float alpha, beta;
+  };
+  // Defaults follow the ONNX ops of the same name (as the CPU backend's FusedActivation).
+  static constexpr Default kDefaults[] = {
+      {"Relu", ActivationKind::kRelu, 0, 0},
+      {"LeakyRelu", ActivationKind::kLeakyRelu, 0.01f, 0},
+      {"Clip", ActivationKind::kClip, std::numeric_limits<float>::lowest(),
+       std::numeric_limits<float>::max()},
+      {"HardSwish", ActivationKind::kHardSwish, 0, 0},
+      {"HardSigmoid", ActivationKind::kHardSigmoid, 0.2f, 0.5f},
+      {"Sigmoid", ActivationKind::kSigmoid, 0, 0},
+      {"Tanh", ActivationKind::kTanh, 0, 0},
+      {"Gelu", ActivationKind::kGelu, 0, 0}};
+  for (const Default& d : kDefaults) {
+    if (name != d.name) continue;
+    return {d.kind, node.attr_float("activation_alpha", d.alpha),
+            node.attr_float("activation_beta", d.beta)};
+  }
+  throw InputError(node.label() + ": unsupported fused activation '" + name + "'");
+}
+
+std::string activation_refusal(const Node& node) {
+  try {
+    fused_activation(node);
+    return "";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+bool tf32_enabled() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("TANDEM_CUDA_TF32");
+    return value != nullptr && std::string_view(value) == "1";
+  }();
+  return enabled;
+}
+
+std::vector<CudaOp> linalg_ops() {
+  std::vector<CudaOp> ops = matmul_ops();
+  return ops;
+}
+
+}  // namespace tandem::cuda
