@@ -4,6 +4,7 @@
 #include <limits>
 #include <string_view>
 
+#include "backends/cuda/cuda_context.h"
 #include "backends/cuda/linalg_internal.h"
 #include "ir/error.h"
 
@@ -53,8 +54,31 @@ bool tf32_enabled() {
   return enabled;
 }
 
+cudnnDataType_t dnn_type(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat16: return CUDNN_DATA_HALF;
+    case DType::kBFloat16: return CUDNN_DATA_BFLOAT16;
+    case DType::kFloat64: return CUDNN_DATA_DOUBLE;
+    default: return CUDNN_DATA_FLOAT;
+  }
+}
+
+DnnTensor make_dnn_tensor(DType dtype, int64_t n, int64_t c, int64_t h, int64_t w) {
+  cudnnTensorDescriptor_t desc = nullptr;
+  check(cudnnCreateTensorDescriptor(&desc), "cudnnCreateTensorDescriptor");
+  DnnTensor owned(desc);
+  check(cudnnSetTensor4dDescriptor(desc, CUDNN_TENSOR_NCHW, dnn_type(dtype), static_cast<int>(n),
+                                   static_cast<int>(c), static_cast<int>(h), static_cast<int>(w)),
+        "cudnnSetTensor4dDescriptor");
+  return owned;
+}
+
 std::vector<CudaOp> linalg_ops() {
   std::vector<CudaOp> ops = matmul_ops();
+  for (auto* family : {conv_ops}) {
+    const std::vector<CudaOp> more = family();
+    ops.insert(ops.end(), more.begin(), more.end());
+  }
   return ops;
 }
 
