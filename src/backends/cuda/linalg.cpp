@@ -75,7 +75,7 @@ DnnTensor make_dnn_tensor(DType dtype, int64_t n, int64_t c, int64_t h, int64_t 
 
 std::vector<CudaOp> linalg_ops() {
   std::vector<CudaOp> ops = matmul_ops();
-  for (auto* family : {conv_ops}) {
+  for (auto* family : {conv_ops, pool_ops}) {
     const std::vector<CudaOp> more = family();
     ops.insert(ops.end(), more.begin(), more.end());
   }
