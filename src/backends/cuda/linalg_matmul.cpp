@@ -4,6 +4,7 @@
 // shape is chosen once by cuBLASLt's heuristic and cached.
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,9 @@ namespace {
 
 // Workspace cuBLASLt's algorithms may use (NVIDIA's recommendation for Hopper).
 constexpr uint64_t kMaxWorkspaceBytes = uint64_t{32} << 20;
+// The alignment kernels are planned for at make time: the runtime's arena places tensors at
+// 64-byte offsets (runtime/memory_plan.h), device allocations are 256-byte aligned.
+constexpr unsigned kPlannedAlignment = 64;
 
 template <typename Handle, cublasStatus_t (*destroy)(Handle)>
 struct LtDeleter {
@@ -341,10 +345,10 @@ class MatMulKernel final : public Kernel {
     const Shape& a = spec.input_types[0].shape;
     const Shape& b = spec.input_types[1].shape;
     if (is_static(a) && is_static(b)) {
-      // Allocations are 256-byte aligned; only the batch offsets may lower that.
       Plan& plan = plan_for(a, b);
       if (multiplies(plan.layout)) {
-        choice_for(plan, alignment_of(plan.layout.offset_bits(dtype_size(dtype_))));
+        choice_for(plan,
+                   alignment_of(kPlannedAlignment | plan.layout.offset_bits(dtype_size(dtype_))));
       }
     }
   }
@@ -399,8 +403,9 @@ class MatMulKernel final : public Kernel {
   }
 
   Choice& choice_for(Plan& plan, unsigned alignment) {
-    auto it = plan.by_alignment.find(alignment);
-    if (it != plan.by_alignment.end()) return it->second;
+    // An algorithm planned for a smaller alignment runs at this one too.
+    auto it = plan.by_alignment.upper_bound(alignment);
+    if (it != plan.by_alignment.begin()) return std::prev(it)->second;
     std::vector<Candidate> candidates;
     if (activation_.kind == ActivationKind::kRelu) candidates.push_back({CMode::kNone, true});
     candidates.push_back({CMode::kNone, false});
@@ -438,7 +443,9 @@ class GemmKernel final : public Kernel {
     const Shape* c = has_c ? &spec.input_types[2].shape : nullptr;
     if (is_static(a) && is_static(b) && (!c || is_static(*c))) {
       Plan& plan = plan_for(a, b, c);
-      if (plan.shape.k > 0 && plan.shape.m > 0 && plan.shape.n > 0) choice_for(plan, 256);
+      if (plan.shape.k > 0 && plan.shape.m > 0 && plan.shape.n > 0) {
+        choice_for(plan, kPlannedAlignment);
+      }
     }
   }
 
@@ -524,8 +531,9 @@ class GemmKernel final : public Kernel {
   }
 
   Choice& choice_for(Plan& plan, unsigned alignment) {
-    auto it = plan.by_alignment.find(alignment);
-    if (it != plan.by_alignment.end()) return it->second;
+    // An algorithm planned for a smaller alignment runs at this one too.
+    auto it = plan.by_alignment.upper_bound(alignment);
+    if (it != plan.by_alignment.begin()) return std::prev(it)->second;
     const bool relu = activation_.kind == ActivationKind::kRelu;
     std::vector<Candidate> candidates;
     if (plan.bias_row) {
