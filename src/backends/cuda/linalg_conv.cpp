@@ -1,7 +1,9 @@
-// Conv through cuDNN's legacy API, as 2-D NCHW convolutions (1-D ones with height 1).
-// Descriptors and the algorithm are chosen once per input and weight shape. Bias, residual and
-// activation: float32 with a bias and ReLU runs cudnnConvolutionBiasActivationForward (the
-// residual as its z); everything else runs the convolution, then the own epilogue kernel.
+// Conv and ConvTranspose through cuDNN's legacy API, as 2-D NCHW convolutions (1-D ones with
+// height 1). Descriptors and the algorithm are chosen once per input and weight shape. Conv's
+// bias, residual and activation: float32 with a bias and ReLU runs
+// cudnnConvolutionBiasActivationForward (the residual as its z); everything else runs the
+// convolution, then the own epilogue kernel. ConvTranspose is the data gradient of the Conv
+// that maps its output to its input (cudnnConvolutionBackwardData), then the epilogue.
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -312,6 +314,228 @@ class ConvKernel final : public Kernel {
   std::map<std::vector<int64_t>, ConvPlan> plans_;
 };
 
+// A ConvTranspose as the data gradient of a 2-D convolution from its output (out_channels) to
+// its input (in_channels); weights [in_channels, out_channels / groups, kernel_h, kernel_w].
+struct Deconv2d {
+  int64_t batch = 0, in_channels = 0, in_h = 0, in_w = 0;
+  int64_t out_channels = 0, kernel_h = 0, kernel_w = 0;
+  int64_t out_h = 0, out_w = 0;
+  int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int64_t pad_top = 0, pad_left = 0;  // what is cropped off the start of the full result
+  int64_t groups = 1;
+
+  std::string describe() const {
+    const auto s = [](int64_t v) { return std::to_string(v); };
+    return s(batch) + "x" + s(in_channels) + "x" + s(in_h) + "x" + s(in_w) + " by " +
+           s(in_channels) + "x" + s(out_channels / groups) + "x" + s(kernel_h) + "x" + s(kernel_w) +
+           " to " + s(out_h) + "x" + s(out_w) + ", groups " + s(groups) + ", strides " +
+           s(stride_h) + "," + s(stride_w) + ", dilations " + s(dilation_h) + "," + s(dilation_w);
+  }
+};
+
+Deconv2d deconv_geometry(const Node& node, const Shape& x, const Shape& w) {
+  const std::vector<int64_t> spatial(x.begin() + 2, x.end());
+  const std::vector<int64_t> kernel(w.begin() + 2, w.end());
+  const WindowGeometry g = resolve_transposed_window(node, spatial, kernel);
+  const bool two_d = x.size() == 4;
+  const size_t h = 0, wi = two_d ? 1 : 0;
+  Deconv2d c;
+  c.groups = node.attr_int("group", 1);
+  c.batch = x[0];
+  c.in_channels = x[1];
+  c.in_h = two_d ? x[2] : 1;
+  c.in_w = x.back();
+  c.out_channels = w[1] * c.groups;
+  c.kernel_h = two_d ? w[2] : 1;
+  c.kernel_w = w.back();
+  c.out_h = two_d ? g.output[h] : 1;
+  c.out_w = g.output[wi];
+  if (two_d) {
+    c.stride_h = g.strides[h];
+    c.dilation_h = g.dilations[h];
+    c.pad_top = g.pads_begin[h];
+  }
+  c.stride_w = g.strides[wi];
+  c.dilation_w = g.dilations[wi];
+  c.pad_left = g.pads_begin[wi];
+  return c;
+}
+
+// How one spatial axis of a ConvTranspose maps onto cuDNN: the padding of the forward
+// convolution and the size of the gradient cuDNN writes, and where the output starts in it.
+struct DeconvAxis {
+  int64_t pad = 0, size = 0, start = 0;
+};
+
+DeconvAxis deconv_axis(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t dilation,
+                       int64_t pad_begin) {
+  const int64_t extent = (kernel - 1) * dilation + 1;
+  // cuDNN pads both ends by the same amount and needs its forward size from `out` to be `in`;
+  // output_padding and unequal pads often allow that directly.
+  const int64_t rest = out + 2 * pad_begin - extent - (in - 1) * stride;
+  if (rest >= 0 && rest < stride) return {pad_begin, out, 0};
+  // Otherwise cuDNN writes the full transposed result, which the output is cut from (zeros
+  // where it reaches past it).
+  return {0, (in - 1) * stride + extent, pad_begin};
+}
+
+struct DeconvPlan {
+  Deconv2d geometry;
+  bool crop = false;  // the gradient is written to a buffer, and the output copied out of it
+  Shape full_shape;
+  PlaneCopy crop_copy{};
+  DnnTensor x, gradient;
+  DnnFilter w;
+  DnnConvolution convolution;
+  cudnnConvolutionBwdDataAlgo_t algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+  size_t workspace_bytes = 0;
+};
+
+class ConvTransposeKernel final : public Kernel {
+ public:
+  ConvTransposeKernel(const KernelSpec& spec, CudaContext& context)
+      : node_(spec.node),
+        context_(context),
+        dtype_(spec.input_types[0].dtype),
+        elem_(require_elem(dtype_, node_)),
+        activation_(fused_activation(node_)) {
+    const Shape& x = spec.input_types[0].shape;
+    const Shape& w = spec.input_types[1].shape;
+    if (is_static(x) && is_static(w) && numel(x) > 0 && numel(w) > 0) plan_for(x, w);
+  }
+
+  void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override {
+    const Tensor& x = inputs[0];
+    const Tensor& w = inputs[1];
+    const Tensor bias = inputs.size() > 2 ? inputs[2] : Tensor();
+    Tensor& y = outputs[0];
+    if (y.numel() == 0) return;
+    const cudaStream_t stream = context_.stream();
+    const auto epilogue = [&] {
+      if (!bias.defined() && activation_.kind == ActivationKind::kNone) return;
+      launch_epilogue(elem_, y.raw(), bias.defined() ? bias.raw() : nullptr, nullptr, y.numel(),
+                      y.dim(1), y.numel() / (y.dim(0) * y.dim(1)), activation_, stream);
+    };
+    if (x.numel() == 0 || w.numel() == 0) {
+      check(cudaMemsetAsync(y.raw(), 0, y.nbytes(), stream), "cudaMemsetAsync");
+      epilogue();
+      return;
+    }
+    std::lock_guard lock(mutex_);
+    const DeconvPlan& plan = plan_for(x.shape(), w.shape());
+    Tensor full;
+    void* gradient = y.raw();
+    if (plan.crop) {
+      full = context_.allocate(dtype_, plan.full_shape);
+      gradient = full.raw();
+    }
+    void* workspace = plan.workspace_bytes > 0 ? context_.workspace(plan.workspace_bytes) : nullptr;
+    const float one = 1, zero = 0;
+    check(cudnnConvolutionBackwardData(context_.dnn(), &one, plan.w.get(), w.raw(), plan.x.get(),
+                                       x.raw(), plan.convolution.get(), plan.algo, workspace,
+                                       plan.workspace_bytes, &zero, plan.gradient.get(), gradient),
+          "cudnnConvolutionBackwardData");
+    if (plan.crop) {
+      launch_copy_planes(static_cast<int>(dtype_size(dtype_)), full.raw(), y.raw(), plan.crop_copy,
+                         stream);
+    }
+    epilogue();
+  }
+
+ private:
+  const DeconvPlan& plan_for(const Shape& x, const Shape& w) {
+    std::vector<int64_t> key(x);
+    key.insert(key.end(), w.begin(), w.end());
+    auto it = plans_.find(key);
+    if (it == plans_.end()) it = plans_.emplace(key, make_plan(x, w)).first;
+    return it->second;
+  }
+
+  DeconvPlan make_plan(const Shape& x_shape, const Shape& w_shape) const {
+    DeconvPlan plan;
+    Deconv2d& c = plan.geometry;
+    c = deconv_geometry(node_, x_shape, w_shape);
+    const DeconvAxis h =
+        deconv_axis(c.in_h, c.out_h, c.kernel_h, c.stride_h, c.dilation_h, c.pad_top);
+    const DeconvAxis w =
+        deconv_axis(c.in_w, c.out_w, c.kernel_w, c.stride_w, c.dilation_w, c.pad_left);
+    plan.crop = h.size != c.out_h || w.size != c.out_w || h.start != 0 || w.start != 0;
+    if (plan.crop) {
+      plan.full_shape = {c.batch, c.out_channels, h.size, w.size};
+      plan.crop_copy = {
+          c.batch * c.out_channels, h.size, w.size, c.out_h, c.out_w, -h.start, -w.start};
+    }
+    const int64_t values[] = {h.pad,        w.pad,        c.stride_h, c.stride_w,
+                              c.dilation_h, c.dilation_w, c.groups};
+    const bool ints = std::all_of(std::begin(values), std::end(values),
+                                  [](int64_t v) { return v <= kMaxDnnValue; });
+    if (!ints || !fits_dnn(c.batch, c.in_channels, c.in_h, c.in_w) ||
+        !fits_dnn(c.batch, c.out_channels, h.size, w.size) ||
+        !fits_dnn(c.batch, c.out_channels, c.out_h, c.out_w) ||
+        !fits_dnn(c.in_channels, c.out_channels / c.groups, c.kernel_h, c.kernel_w)) {
+      throw InputError(node_.label() + ": the transposed convolution " + c.describe() +
+                       " exceeds cuDNN's 32-bit sizes");
+    }
+    plan.x = make_dnn_tensor(dtype_, c.batch, c.in_channels, c.in_h, c.in_w);
+    plan.gradient = make_dnn_tensor(dtype_, c.batch, c.out_channels, h.size, w.size);
+    plan.w = make_filter(dtype_, c.in_channels, c.out_channels / c.groups, c.kernel_h, c.kernel_w);
+    plan.convolution = make_convolution(dtype_, h.pad, w.pad, c.stride_h, c.stride_w, c.dilation_h,
+                                        c.dilation_w, c.groups);
+    int dims[4] = {};
+    check(
+        cudnnGetConvolution2dForwardOutputDim(plan.convolution.get(), plan.gradient.get(),
+                                              plan.w.get(), &dims[0], &dims[1], &dims[2], &dims[3]),
+        "cudnnGetConvolution2dForwardOutputDim");
+    if (dims[0] != c.batch || dims[1] != c.in_channels || dims[2] != c.in_h || dims[3] != c.in_w) {
+      throw InputError(node_.label() + ": cuDNN's convolution does not invert to " + c.describe());
+    }
+    choose_algorithm(plan);
+    return plan;
+  }
+
+  // As ConvKernel::choose_algorithm, among the data-gradient algorithms.
+  void choose_algorithm(DeconvPlan& plan) const {
+    cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT] = {};
+    int count = 0;
+    check(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+              context_.dnn(), plan.w.get(), plan.x.get(), plan.convolution.get(),
+              plan.gradient.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, results),
+          "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+    const bool exact = exact_fp32(dtype_);
+    for (int i = 0; i < count; ++i) {
+      const cudnnConvolutionBwdDataAlgoPerf_t& result = results[i];
+      if (result.status != CUDNN_STATUS_SUCCESS || (exact && tensor_op_math(result.mathType))) {
+        continue;
+      }
+      if (!exact) {
+        check(cudnnSetConvolutionMathType(plan.convolution.get(), result.mathType),
+              "cudnnSetConvolutionMathType");
+      }
+      size_t bytes = 0;
+      if (cudnnGetConvolutionBackwardDataWorkspaceSize(
+              context_.dnn(), plan.w.get(), plan.x.get(), plan.convolution.get(),
+              plan.gradient.get(), result.algo, &bytes) != CUDNN_STATUS_SUCCESS ||
+          bytes > kMaxWorkspaceBytes) {
+        continue;
+      }
+      plan.algo = result.algo;
+      plan.workspace_bytes = bytes;
+      return;
+    }
+    throw InputError(node_.label() + ": cuDNN has no algorithm for the " +
+                     std::string(dtype_name(dtype_)) + " transposed convolution " +
+                     plan.geometry.describe());
+  }
+
+  const Node& node_;
+  CudaContext& context_;
+  const DType dtype_;
+  const Elem elem_;
+  const Activation activation_;
+  std::mutex mutex_;
+  std::map<std::vector<int64_t>, DeconvPlan> plans_;
+};
+
 const Shape& input_shape(const Node& node, const Graph& graph, size_t i) {
   return graph.values[static_cast<size_t>(node.inputs[i])].type.shape;
 }
@@ -358,8 +582,14 @@ std::unique_ptr<Kernel> make_conv(const KernelSpec& spec, CudaContext& context) 
   return std::make_unique<ConvKernel>(spec, context);
 }
 
+std::unique_ptr<Kernel> make_conv_transpose(const KernelSpec& spec, CudaContext& context) {
+  return std::make_unique<ConvTransposeKernel>(spec, context);
+}
+
 }  // namespace
 
-std::vector<CudaOp> conv_ops() { return {{"Conv", conv_refusal, make_conv}}; }
+std::vector<CudaOp> conv_ops() {
+  return {{"Conv", conv_refusal, make_conv}, {"ConvTranspose", conv_refusal, make_conv_transpose}};
+}
 
 }  // namespace tandem::cuda
