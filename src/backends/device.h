@@ -34,19 +34,41 @@ class GraphProgram {
   virtual std::vector<Tensor> run(std::span<const Tensor> inputs) = 0;
 };
 
-// One device of a backend: says what it can run and compiles kernels for it. The planner asks
-// `supports`; the runtime calls `compile` and runs the kernels.
+// A point in a device's stream of work: recorded by a producer after the work that writes
+// tensors, awaited by a consumer before the work that reads them.
+class Event {
+ public:
+  virtual ~Event() = default;
+  // Blocks the calling thread until the work before the event has finished.
+  virtual void synchronize() const = 0;
+};
+
+// One device of a backend: compiles kernels for it and holds its memory. What a device can
+// run is its backend's to say (backends/registry.h); the runtime calls `compile` and runs the
+// kernels, moving tensors between devices with `receive`.
 class Device {
  public:
   virtual ~Device() = default;
   virtual std::string name() const = 0;
-  virtual bool supports(const Node& node) const = 0;
   // Throws InputError naming the node when the op cannot run here.
   virtual std::unique_ptr<Kernel> compile(const KernelSpec& spec) = 0;
-  // A tensor of another device, brought into this one's memory for its programs or kernels
-  // (the runtime's copy between devices). Host-memory devices copy it; a compiled device may
-  // copy its device-side twin directly from the producing device instead.
+
+  // The memory this device's kernels read and write; null for host memory (the CPU's).
+  virtual const MemorySpace* memory() const { return nullptr; }
+  // A tensor in this device's memory; contents uninitialised. InputError naming the device
+  // and the bytes asked when it has no room.
+  virtual Tensor allocate(DType dtype, Shape shape) {
+    return Tensor::allocate(dtype, std::move(shape));
+  }
+  // A copy of `tensor`, from any memory, in this device's memory (the runtime's copy between
+  // devices): device to device within a backend, else through host memory. A compiled device
+  // may copy its device-side twin directly from the producing device instead.
   virtual Tensor receive(const Tensor& tensor) { return tensor.clone(); }
+  // An event after the work this device was given so far; null when that work is finished
+  // whenever a call that enqueued it returns (host devices).
+  virtual std::shared_ptr<const Event> record() { return nullptr; }
+  // Makes this device's next receive wait for `event` (another device's).
+  virtual void wait(const Event& event) { event.synchronize(); }
   // Whether graphs run as one compiled program each (compile_graph) rather than op by op.
   virtual bool compiled() const { return false; }
   // Called first in every thread that will run this device's work (a CPU device pins it to

@@ -1,5 +1,5 @@
 #pragma once
-// The backends this build of Tandem can run, as devices for a cluster.
+// What the compiled backends of this build report: compile statistics, plugin probes.
 #include <memory>
 #include <string>
 #include <vector>
@@ -8,14 +8,6 @@
 #include "devices/cluster.h"
 
 namespace tandem::cli {
-
-// One device per cluster device: CPU devices on their own consecutive cores of this machine
-// (`cores` of the spec; 0 = all), PJRT devices on their plugin's addressable devices in the
-// order they are declared. A device whose backend this build lacks (or `backend: none`), or
-// that cannot start, is refused with InputError naming the device and the backend, before
-// any work: nothing runs elsewhere in its place.
-// With `progress`, compiled devices say on stderr what they compile as they start.
-std::vector<std::unique_ptr<Device>> make_devices(const Cluster& cluster, bool progress = false);
 
 // What the compiled backends did so far, per PJRT plugin: programs compiled or found in the
 // executable cache (in memory, on disk) and the time spent; how program inputs reached the
@@ -41,8 +33,5 @@ struct PluginProbe {
 // Loads every PJRT plugin the cluster's devices name; InputError when one cannot be loaded or
 // this build has no PJRT backend.
 std::vector<PluginProbe> probe_plugins(const Cluster& cluster);
-
-// Lets the planner ask the PJRT backend which nodes it lowers (where the backend is built).
-void install_backend_checks();
 
 }  // namespace tandem::cli

@@ -1,7 +1,5 @@
 #include "calibrate/calibrate.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -9,9 +7,7 @@
 #include <random>
 
 #include "backends/cpu/cpu_device.h"
-#ifdef TANDEM_WITH_PJRT
-#include "backends/pjrt/pjrt_device.h"
-#endif
+#include "backends/registry.h"
 #include "calibrate/op_history.h"
 #include "cli/commands.h"
 #include "ir/error.h"
@@ -127,42 +123,30 @@ std::map<std::string, double> time_model_ops(const std::vector<ImportedModel>& m
   return history.median_seconds();
 }
 
-// The first device of a PJRT plugin, measured through compiled programs; the host link by
-// copying a buffer in and out through the plugin.
-CalibrationProfile calibrate_pjrt(const std::string& plugin_option,
-                                  const calibrate::CalibrationOptions& options) {
-#ifdef TANDEM_WITH_PJRT
-  const std::string plugin = pjrt::plugin_path(plugin_option);
-  auto session = pjrt::PjrtSession::open(plugin);
-  pjrt::PjrtDevice device("pjrt0", session, 0);
-  const std::string platform = session->client.platform_name();
-  const DeviceKind kind = platform == "tpu"                         ? DeviceKind::kTpu
-                          : platform == "cuda" || platform == "gpu" ? DeviceKind::kGpu
-                                                                    : DeviceKind::kCpu;
-  const auto devices = session->client.devices();
-  const std::string device_kind = devices.empty() ? platform : devices.front().kind;
-  std::fprintf(stderr, "calibrating PJRT device 0 (%s) of %s%s\n", device_kind.c_str(),
-               plugin.c_str(), options.quick ? ", quick" : "");
-  const auto round_trip = [&](size_t bytes) {
-    std::vector<float> host(bytes / sizeof(float), 1.0f);
-    const int64_t dims[] = {static_cast<int64_t>(host.size())};
-    const auto start = std::chrono::steady_clock::now();
-    pjrt::PjrtBuffer buffer = session->client.to_device(host.data(), PJRT_Buffer_Type_F32, dims);
-    buffer.to_host(host.data(), bytes);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  // A CPU plugin's device memory is the host's.
-  const double memory = kind == DeviceKind::kCpu ? static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
-                                                       static_cast<double>(sysconf(_SC_PAGE_SIZE))
-                                                 : 0.0;
-  return calibrate::calibrate_device(device, kind, "pjrt " + platform + ": " + device_kind, memory,
-                                     round_trip, options);
-#else
-  (void)options;
-  throw InputError(plugin_option.empty() ? "--backend pjrt" : plugin_option,
-                   "this build of Tandem has no PJRT backend (scripts/setup.sh installs what it "
-                   "needs)");
-#endif
+// The first device of a backend with a calibration of its own (PJRT, CUDA), measured through
+// its kernels or compiled programs; the host link by copying a buffer in and out.
+CalibrationProfile calibrate_backend(const std::string& name, const std::string& plugin,
+                                     const calibrate::CalibrationOptions& options) {
+  const Backend* backend = find_backend(name);
+  if (!backend) throw InputError("--backend", "no backend " + name);
+  if (const std::string why = backend->missing(); !why.empty()) {
+    throw InputError("--backend " + name, why);
+  }
+  if (!backend->calibration) {
+    throw InputError("--backend " + name, "backend " + name + " has no calibration");
+  }
+  CalibrationTarget target;
+  try {
+    target = backend->calibration(plugin);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& error) {
+    throw InputError("--backend " + name, error.what());
+  }
+  std::fprintf(stderr, "calibrating %s%s\n", target.description.c_str(),
+               options.quick ? ", quick" : "");
+  return calibrate::calibrate_device(*target.device, target.kind, target.description,
+                                     target.memory_bytes, target.round_trip, options);
 }
 
 void check_writable_folder(const std::string& path) {
@@ -186,13 +170,11 @@ int calibrate_command(const CalibrateOptions& options) {
     std::fprintf(stderr, "  %-36s %s\n", row.name.c_str(), with_unit(row.value, row.unit).c_str());
   };
   CalibrationProfile profile;
-  if (options.backend == "pjrt") {
+  if (options.backend != "cpu") {
     if (!options.models.empty()) {
-      throw InputError("--model",
-                       "per-op times need a backend that runs op by op; a PJRT "
-                       "device runs each graph as one program");
+      throw InputError("--model", "per-op times are measured on the CPU backend only");
     }
-    profile = calibrate_pjrt(options.plugin, calibration);
+    profile = calibrate_backend(options.backend, options.plugin, calibration);
   } else {
     std::fprintf(stderr, "calibrating the CPU (%d threads)%s\n", cpu::cpu_threads(),
                  options.quick ? ", quick" : "");

@@ -46,7 +46,7 @@ struct RunOptions : ModelOptions {
 
 struct CalibrateOptions {
   std::string output = "tandem-profile.json";
-  std::string backend = "cpu";  // cpu or pjrt
+  std::string backend = "cpu";  // a backend of the registry with a calibration, or cpu
   std::string plugin;           // pjrt: the plugin; empty = $TANDEM_PJRT_PLUGIN
   int threads = 0;
   bool quick = false;  // small sizes, short repetitions: a few seconds

@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <new>
 
-#include "cli/backends.h"
 #include "cli/commands.h"
 #include "ir/error.h"
 
@@ -26,7 +25,6 @@ void add_model_options(CLI::App& verb, ModelOptions& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  install_backend_checks();
   CLI::App app{
       "tandem: runs deep-learning models across CPUs, GPUs and TPUs, and says how fast beforehand"};
   app.require_subcommand(1);
@@ -83,8 +81,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   calibrate_verb->add_option("--threads", calibrate.threads, "CPU threads (default: all cores)")
       ->check(CLI::Range(1, 1024));
-  calibrate_verb->add_option("--backend", calibrate.backend, "cpu, or pjrt for a PJRT device")
-      ->check(CLI::IsMember({"cpu", "pjrt"}))
+  calibrate_verb
+      ->add_option("--backend", calibrate.backend,
+                   "cpu, pjrt (a PJRT plugin's first device) or cuda (the first CUDA GPU)")
+      ->check(CLI::IsMember({"cpu", "pjrt", "cuda"}))
       ->capture_default_str();
   calibrate_verb->add_option("--plugin", calibrate.plugin,
                              "--backend pjrt: the plugin (default: $TANDEM_PJRT_PLUGIN)");

@@ -3,8 +3,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "backends/registry.h"
 #include "cli/commands.h"
-#include "devices/capabilities.h"
 #include "ir/error.h"
 #include "ir/fuse.h"
 #include "plan/evaluate.h"

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "backends/registry.h"
 #include "cli/backends.h"
 #include "cost/cost_model.h"
 #include "ir/error.h"

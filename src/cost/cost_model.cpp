@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "cost/gemm_shape.h"
-#include "devices/capabilities.h"
+#include "backends/registry.h"
 #include "ir/op_schema.h"
 
 namespace tandem {

@@ -28,8 +28,10 @@ Tensor Tensor::zeros(DType dtype, Shape shape) {
   return tensor;
 }
 
-Tensor Tensor::wrap(DType dtype, Shape shape, void* data, std::shared_ptr<void> owner) {
+Tensor Tensor::wrap(DType dtype, Shape shape, void* data, std::shared_ptr<void> owner,
+                    const MemorySpace* memory) {
   Tensor tensor;
+  tensor.memory_ = memory;
   tensor.dtype_ = dtype;
   tensor.numel_ = tandem::numel(shape);
   tensor.shape_ = std::move(shape);
@@ -47,13 +49,30 @@ Tensor Tensor::reshaped(Shape shape) const {
   return view;
 }
 
+Tensor Tensor::view(size_t byte_offset, DType dtype, Shape shape) const {
+  Tensor slot =
+      wrap(dtype, std::move(shape), static_cast<std::byte*>(data_) + byte_offset, owner_, memory_);
+  if (byte_offset + slot.nbytes() > nbytes()) {
+    throw std::logic_error("Tensor::view: beyond the end of its storage");
+  }
+  return slot;
+}
+
 Tensor Tensor::clone() const {
   Tensor copy = allocate(dtype_, shape_);
-  if (nbytes()) std::memcpy(copy.data_, data_, nbytes());
+  if (!nbytes()) return copy;
+  if (memory_) {
+    memory_->copy_to_host(*this, copy.data_);
+  } else {
+    std::memcpy(copy.data_, data_, nbytes());
+  }
   return copy;
 }
 
+Tensor Tensor::to_host() const { return on_host() ? *this : clone(); }
+
 std::vector<int64_t> Tensor::to_int64s() const {
+  if (!on_host()) return to_host().to_int64s();
   std::vector<int64_t> values(static_cast<size_t>(numel_));
   for (int64_t i = 0; i < numel_; ++i) {
     switch (dtype_) {
@@ -71,6 +90,7 @@ std::vector<int64_t> Tensor::to_int64s() const {
 }
 
 std::vector<double> Tensor::to_doubles() const {
+  if (!on_host()) return to_host().to_doubles();
   if (!is_floating(dtype_)) {
     const std::vector<int64_t> integers = to_int64s();
     return std::vector<double>(integers.begin(), integers.end());

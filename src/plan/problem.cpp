@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "cost/memory_footprint.h"
-#include "devices/capabilities.h"
+#include "backends/registry.h"
 #include "ir/error.h"
 #include "ir/op_schema.h"
 #include "plan/evaluate.h"

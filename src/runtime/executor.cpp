@@ -61,7 +61,16 @@ GraphExecutor::GraphExecutor(const Graph& graph, Device& device) : graph_(graph)
     steps_.push_back(std::move(step));
   }
   last_use_ = graph.last_uses();
+  constants_.resize(graph.values.size());
+  for (size_t id = 0; id < graph.values.size(); ++id) {
+    if (graph.values[id].is_constant()) constants_[id] = resident(graph.values[id].constant);
+  }
   plan_buffers();
+}
+
+Tensor GraphExecutor::resident(const Tensor& tensor) {
+  return !tensor.defined() || tensor.memory() == device_.memory() ? tensor
+                                                                  : device_.receive(tensor);
 }
 
 GraphExecutor::~GraphExecutor() = default;
@@ -95,11 +104,11 @@ void GraphExecutor::plan_buffers() {
     }
   }
   plan_ = plan_memory(requests);
-  check_fits_in_memory(static_cast<double>(plan_.arena_bytes), "intermediate tensors");
+  if (!device_.memory()) {
+    check_fits_in_memory(static_cast<double>(plan_.arena_bytes), "intermediate tensors");
+  }
   if (plan_.arena_bytes) {
-    arena_ = std::shared_ptr<std::byte[]>(
-        new (std::align_val_t{64}) std::byte[plan_.arena_bytes],
-        [](std::byte* p) { ::operator delete[](p, std::align_val_t{64}); });
+    arena_ = device_.allocate(DType::kUInt8, {static_cast<int64_t>(plan_.arena_bytes)});
   }
 }
 
@@ -110,14 +119,11 @@ std::vector<Tensor> GraphExecutor::run(std::span<const Tensor> inputs,
                      std::to_string(inputs.size()));
   }
   if (program_) return program_->run(inputs);
-  std::vector<Tensor> env(graph_.values.size());
-  for (size_t id = 0; id < graph_.values.size(); ++id) {
-    if (graph_.values[id].is_constant()) env[id] = graph_.values[id].constant;
-  }
-  for (size_t i = 0; i < inputs.size(); ++i) env[graph_.inputs[i]] = inputs[i];
+  std::vector<Tensor> env = constants_;
+  for (size_t i = 0; i < inputs.size(); ++i) env[graph_.inputs[i]] = resident(inputs[i]);
   const std::vector<int> outer = graph_.outer_scope_values();
   for (size_t i = 0; i < outer.size() && i < captured.size(); ++i) {
-    if (!graph_.values[outer[i]].is_constant()) env[outer[i]] = captured[i];
+    if (!graph_.values[outer[i]].is_constant()) env[outer[i]] = resident(captured[i]);
   }
   for (size_t s = 0; s < steps_.size(); ++s) {
     Step& step = *steps_[s];
@@ -130,7 +136,7 @@ std::vector<Tensor> GraphExecutor::run(std::span<const Tensor> inputs,
     }
   }
   std::vector<Tensor> outputs;
-  const std::byte* arena_begin = arena_.get();
+  const auto* arena_begin = static_cast<const std::byte*>(arena_.raw());
   for (int out : graph_.outputs) {
     Tensor tensor = env[out];
     if (!tensor.defined())
@@ -138,7 +144,8 @@ std::vector<Tensor> GraphExecutor::run(std::span<const Tensor> inputs,
     const auto* data = static_cast<const std::byte*>(tensor.raw());
     const bool in_arena =
         arena_begin && data >= arena_begin && data < arena_begin + plan_.arena_bytes;
-    outputs.push_back(in_arena ? tensor.clone() : tensor);
+    // The next run reuses the arena: an output there is copied out of it (within the device).
+    outputs.push_back(in_arena ? device_.receive(tensor) : tensor);
   }
   return outputs;
 }
@@ -154,9 +161,20 @@ void GraphExecutor::run_step(Step& step, std::vector<Tensor>& env) {
     for (int out : node.outputs)
       shapes.push_back(out >= 0 ? graph_.values[out].type.shape : Shape{});
   } else if (step.kind == Step::Kind::kKernel || step.kind == Step::Kind::kView) {
+    // Inference reads the values of shape-like inputs, which must be in host memory.
+    std::vector<Tensor> readable(inputs.size());
     std::vector<ValueInfo> infos;
-    for (const Tensor& t : inputs)
-      infos.push_back(t.defined() ? ValueInfo{t.dtype(), t.shape(), &t} : ValueInfo{});
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor& t = inputs[i];
+      if (!t.defined()) {
+        infos.push_back({});
+        continue;
+      }
+      const bool shape_like = is_integer(t.dtype()) && t.numel() <= kMaxShapeLikeElements;
+      if (t.on_host() || shape_like) readable[i] = t.to_host();
+      infos.push_back(
+          ValueInfo{t.dtype(), t.shape(), readable[i].defined() ? &readable[i] : nullptr});
+    }
     InferContext context(node, graph_.opset, infos);
     for (const InferredOutput& out : step.schema->infer(context)) shapes.push_back(out.shape);
   }
@@ -170,9 +188,8 @@ void GraphExecutor::run_step(Step& step, std::vector<Tensor>& env) {
         if (out < 0 || step.schema->data_dependent_shape || !is_static(shapes[i])) continue;
         const DType dtype = graph_.values[out].type.dtype;
         const int slot = planned_slot_[out];
-        outputs[i] =
-            slot >= 0 ? Tensor::wrap(dtype, shapes[i], arena_.get() + plan_.offsets[slot], arena_)
-                      : Tensor::allocate(dtype, shapes[i]);
+        outputs[i] = slot >= 0 ? arena_.view(plan_.offsets[slot], dtype, shapes[i])
+                               : device_.allocate(dtype, shapes[i]);
       }
       step.kernel->run(inputs, outputs);
       break;
@@ -198,7 +215,7 @@ std::vector<Tensor> gather(const std::vector<Tensor>& env, const std::vector<int
 bool truth(const Tensor& t, const Node& node) {
   if (!t.defined() || t.numel() != 1)
     throw InputError(node.label() + ": the condition must hold one element");
-  return t.data<uint8_t>()[0] != 0;
+  return t.to_host().data<uint8_t>()[0] != 0;
 }
 
 Tensor scalar_int64(int64_t value) {
@@ -248,6 +265,7 @@ void GraphExecutor::run_loop(Step& step, std::vector<Tensor>& env, std::span<Ten
     for (int64_t& d : slice) d = std::max<int64_t>(d, 0);
     Shape shape{static_cast<int64_t>(scanned[k].size())};
     shape.insert(shape.end(), slice.begin(), slice.end());
+    // Stacked in host memory: the loop is driven from the host.
     Tensor stacked = Tensor::allocate(type.dtype, shape);
     auto* cursor = static_cast<std::byte*>(stacked.raw());
     for (const Tensor& piece : scanned[k]) {
@@ -255,10 +273,11 @@ void GraphExecutor::run_loop(Step& step, std::vector<Tensor>& env, std::span<Ten
         throw InputError(node.label() + ": scan output " + std::to_string(k) +
                          " changes shape between iterations");
       }
-      std::memcpy(cursor, piece.raw(), piece.nbytes());
-      cursor += piece.nbytes();
+      const Tensor host = piece.to_host();
+      std::memcpy(cursor, host.raw(), host.nbytes());
+      cursor += host.nbytes();
     }
-    outputs[carried + k] = std::move(stacked);
+    outputs[carried + k] = resident(stacked);
   }
 }
 

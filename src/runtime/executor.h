@@ -12,11 +12,12 @@
 namespace tandem {
 
 // Runs a graph on one device. On an eager device, one node after another: built once per graph,
-// kernels are compiled, and every intermediate tensor of static size gets a slot in one arena
-// planned from tensor lifetimes; tensors whose size is known only at run time are allocated as
-// they come; If and Loop run their subgraphs with nested executors. A compiled device runs the
-// whole graph as the one program it compiled (no per-node observer calls then). One run at a
-// time per executor.
+// kernels are compiled, constants are brought into the device's memory, and every intermediate
+// tensor of static size gets a slot in one arena (in the device's memory) planned from tensor
+// lifetimes; tensors whose size is known only at run time are allocated as they come; If and
+// Loop run their subgraphs with nested executors, driven from the host. A compiled device runs
+// the whole graph as the one program it compiled (no per-node observer calls then). One run at
+// a time per executor.
 class GraphExecutor {
  public:
   // Called after every node with its wall time, when set (profiling, calibration).
@@ -26,8 +27,10 @@ class GraphExecutor {
   GraphExecutor(const Graph& graph, Device& device);
   ~GraphExecutor();
 
-  // `inputs` follow graph.inputs; `captured` follows graph.outer_scope_values() (subgraphs).
-  // Returns the graph's outputs, which own their memory.
+  // `inputs` follow graph.inputs; `captured` follows graph.outer_scope_values() (subgraphs);
+  // either may be in any memory (what is not in the device's is received into it). Returns the
+  // graph's outputs, which own their memory, in the device's memory (Tensor::to_host for the
+  // host's).
   std::vector<Tensor> run(std::span<const Tensor> inputs, std::span<const Tensor> captured = {});
 
   void set_observer(NodeObserver observer) { observer_ = std::move(observer); }
@@ -41,6 +44,10 @@ class GraphExecutor {
   void run_if(Step& step, std::vector<Tensor>& env, std::span<Tensor> outputs);
   void run_loop(Step& step, std::vector<Tensor>& env, std::span<Tensor> outputs);
   void plan_buffers();
+  // `tensor` in the device's memory: itself when it is there already.
+  Tensor resident(const Tensor& tensor);
+  // Integer inputs up to this size are read back to the host for shape inference.
+  static constexpr int64_t kMaxShapeLikeElements = 4096;
 
   const Graph& graph_;
   Device& device_;
@@ -48,7 +55,8 @@ class GraphExecutor {
   std::vector<int> last_use_;
   std::vector<int> planned_slot_;  // value id -> request index in plan_, or -1
   MemoryPlan plan_;
-  std::shared_ptr<std::byte[]> arena_;
+  Tensor arena_;                   // bytes, in the device's memory
+  std::vector<Tensor> constants_;  // value id -> the constant in the device's memory
   NodeObserver observer_;
   std::unique_ptr<GraphProgram> program_;  // compiled devices only
 };

@@ -45,6 +45,7 @@ namespace {
 struct CopyTask {
   int value = 0, piece = 0, from = 0;
   Tensor tensor;
+  std::shared_ptr<const Event> written;  // the producer's work that writes it; null: done
 };
 
 // Thrown inside a worker to unwind when another worker has failed.
@@ -412,7 +413,7 @@ std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
         part = input != graph_.inputs.end() ? input_pieces[input - graph_.inputs.begin()][p]
                                             : graph_.values[id].constant;
       }
-      parts.push_back(std::move(part));
+      parts.push_back(part.to_host());
     }
     if (pieces == 1) {
       outputs.push_back(parts[0]);
@@ -489,6 +490,10 @@ void PlanExecutor::run_job(RunState& state, const Job& job) {
   }
   const auto begin = Clock::now();
   std::vector<Tensor> outputs = compiled.executor->run(inputs);
+  // Consumers' copies wait for the event; the worker waits too, so that the measured span
+  // is the segment's execution on the device, not only its launch.
+  const std::shared_ptr<const Event> written = devices_[device]->record();
+  if (written) written->synchronize();
   const auto end = Clock::now();
   inputs.clear();
 
@@ -508,7 +513,7 @@ void PlanExecutor::run_job(RunState& state, const Job& job) {
     const auto elsewhere = segment.readers_elsewhere.find(v);
     if (elsewhere == segment.readers_elsewhere.end()) continue;
     for (int reader : elsewhere->second) {
-      state.copies[reader].push_back({v, job.piece, device, outputs[i]});
+      state.copies[reader].push_back({v, job.piece, device, outputs[i], written});
       state.copy_ready[reader].notify_one();
     }
   }
@@ -527,9 +532,10 @@ void PlanExecutor::copy_worker(RunState& state, int device, const std::exception
         task = std::move(state.copies[device].front());
         state.copies[device].pop_front();
       }
-      // The consumer device copies the value into its memory (between devices of one PJRT
-      // plugin, device to device).
+      // The consumer device copies the value into its memory, after the producer's event
+      // (between devices of one backend, device to device).
       const auto begin = Clock::now();
+      if (task.written) devices_[device]->wait(*task.written);
       Tensor copy = devices_[device]->receive(task.tensor);
       const auto end = Clock::now();
       const auto bytes = static_cast<double>(copy.nbytes());

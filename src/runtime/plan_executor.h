@@ -51,7 +51,7 @@ class PlanExecutor {
                BatchSplit split = {}, Options options = {});
   ~PlanExecutor();
 
-  // `inputs` follow graph.inputs; returns the graph's outputs.
+  // `inputs` follow graph.inputs; returns the graph's outputs, in host memory.
   std::vector<Tensor> run(std::span<const Tensor> inputs);
 
   // The last run's measured timeline ("<device> compute", "<device> copy" tracks) and figures.

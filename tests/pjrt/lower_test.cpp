@@ -3,7 +3,6 @@
 
 #include <set>
 
-#include "devices/capabilities.h"
 #include "pjrt_op_util.h"
 #include "util/random_tensor.h"
 
@@ -41,15 +40,6 @@ TEST(Lowering, MatMulWithFusedGelu) {
                       1,
                       1e-5,
                       1e-5});
-}
-
-// The planner's list of what TPUs (and PJRT devices) run, without the backend built, is the
-// lowering's list of rules.
-TEST(Lowering, RulesAreThePlannersOpList) {
-  const std::vector<std::string> rules = lowered_op_types();
-  const std::set<std::string, std::less<>>& listed = tpu_op_types();
-  EXPECT_EQ(std::set<std::string>(rules.begin(), rules.end()),
-            std::set<std::string>(listed.begin(), listed.end()));
 }
 
 TEST(Lowering, UnknownOpIsRefusedByName) {

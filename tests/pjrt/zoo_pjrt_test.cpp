@@ -14,7 +14,7 @@
 #include "backends/cpu/cpu_device.h"
 #include "backends/pjrt/lower.h"
 #include "cost/cost_model.h"
-#include "devices/capabilities.h"
+#include "backends/registry.h"
 #include "expect_outputs.h"
 #include "ir/fuse.h"
 #include "onnx/batch_split.h"
@@ -111,11 +111,7 @@ TEST(ZooOnPjrt, EveryStaticModelMatchesOnnxRuntime) {
 
 // cpu-pjrt.yaml: cpu0 on the CPU backend, pjrt0 on the plugin.
 struct HybridCluster {
-  HybridCluster() {
-    setenv("TANDEM_PJRT_PLUGIN", TANDEM_PJRT_CPU_PLUGIN, 1);
-    set_lowering_check(&lowering_refusal);
-  }
-  ~HybridCluster() { set_lowering_check(nullptr); }
+  HybridCluster() { setenv("TANDEM_PJRT_PLUGIN", TANDEM_PJRT_CPU_PLUGIN, 1); }
   Cluster cluster = load_cluster(kSource + "/examples/clusters/cpu-pjrt.yaml");
   CostModel cost{cluster};
   cpu::CpuDevice cpu{"cpu0"};
@@ -166,7 +162,6 @@ TEST(ZooOnPjrt, PipelineAcrossTwoDevicesOfOnePlugin) {
                       << TANDEM_PJRT_CPU_PLUGIN << "}\n";
   const Cluster cluster = load_cluster(path);
   const CostModel cost(cluster);
-  set_lowering_check(&lowering_refusal);
   auto session = std::make_shared<PjrtSession>(PjrtPlugin::load(TANDEM_PJRT_CPU_PLUGIN), "");
   PjrtDevice first("pjrt0", session, 0), second("pjrt1", session, 1);
   ImportOptions options;
@@ -182,7 +177,6 @@ TEST(ZooOnPjrt, PipelineAcrossTwoDevicesOfOnePlugin) {
   plan_options.batch = 4;
   const PlanningProblem problem(model.graph, cluster, cost, plan_options);
   const std::optional<Plan> plan = make_pipeline_strategy()->plan(problem);
-  set_lowering_check(nullptr);
   ASSERT_TRUE(plan.has_value());
   ASSERT_EQ(plan->microbatches, 2);
   std::mt19937_64 rng(3);

@@ -254,7 +254,6 @@ class BrokenDevice final : public Device {
   BrokenDevice(std::string name, std::string broken_op)
       : inner_(std::move(name)), broken_op_(std::move(broken_op)) {}
   std::string name() const override { return inner_.name(); }
-  bool supports(const Node& node) const override { return inner_.supports(node); }
   std::unique_ptr<Kernel> compile(const KernelSpec& spec) override {
     if (spec.node.op_type != broken_op_) return inner_.compile(spec);
     struct Failing final : Kernel {

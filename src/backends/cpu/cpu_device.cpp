@@ -12,8 +12,24 @@
 
 namespace tandem::cpu {
 
-bool CpuDevice::supports(const Node& node) const {
-  return node.domain.empty() && KernelRegistry::instance().find(node.op_type) != nullptr;
+std::string refusal(const Node& node, const Graph& graph) {
+  return KernelRegistry::instance().refusal(node, graph);
+}
+
+std::vector<std::unique_ptr<Device>> make_devices(const Cluster&,
+                                                  std::span<const DeviceSpec* const> specs, bool) {
+  const std::vector<int> available = available_cores();
+  std::vector<std::unique_ptr<Device>> devices;
+  size_t next_core = 0;
+  for (const DeviceSpec* spec : specs) {
+    std::vector<int> cores;
+    const size_t count = spec->cores > 0 ? static_cast<size_t>(spec->cores) : available.size();
+    for (size_t i = 0; i < count && !available.empty(); ++i) {
+      cores.push_back(available[next_core++ % available.size()]);
+    }
+    devices.push_back(std::make_unique<CpuDevice>(spec->id, cores));
+  }
+  return devices;
 }
 
 std::unique_ptr<Kernel> CpuDevice::compile(const KernelSpec& spec) {

@@ -1,7 +1,9 @@
 #pragma once
+#include <span>
 #include <vector>
 
 #include "backends/device.h"
+#include "devices/cluster.h"
 
 namespace tandem::cpu {
 
@@ -17,13 +19,21 @@ class CpuDevice final : public Device {
   // and oneDNN's) one thread per core. OpenMP thread counts are per thread: call it first in
   // every thread that runs this device's kernels.
   void bind_current_thread() const override;
-  bool supports(const Node& node) const override;
   std::unique_ptr<Kernel> compile(const KernelSpec& spec) override;
 
  private:
   std::string name_;
   std::vector<int> cores_;
 };
+
+// Why no CPU kernel runs `node` (op, element type), or "" when one does.
+std::string refusal(const Node& node, const Graph& graph);
+
+// One device per spec, each on its own consecutive cores of this machine (`cores` of the spec;
+// 0 = all of them, shared).
+std::vector<std::unique_ptr<Device>> make_devices(const Cluster& cluster,
+                                                  std::span<const DeviceSpec* const> specs,
+                                                  bool progress);
 
 // Threads used by CPU kernels and oneDNN (OpenMP); 0 keeps the default.
 void set_cpu_threads(int threads);

@@ -41,9 +41,9 @@ void dropout_kernel(const Node& node, std::span<const Tensor> inputs, std::span<
 }  // namespace
 
 void register_elementwise_cast_kernels(KernelRegistry& registry) {
-  registry.add("Cast", &cast_kernel);
-  registry.add("CastLike", &cast_kernel);
-  registry.add("Dropout", &dropout_kernel);
+  registry.add("Cast", &cast_kernel, Elements::kAny);
+  registry.add("CastLike", &cast_kernel, Elements::kAny);
+  registry.add("Dropout", &dropout_kernel, Elements::kAny);
 }
 
 }  // namespace tandem::cpu

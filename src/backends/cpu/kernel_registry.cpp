@@ -32,20 +32,55 @@ const KernelRegistry& KernelRegistry::instance() {
 }
 
 const KernelFactory* KernelRegistry::find(std::string_view op_type) const {
-  auto it = factories_.find(op_type);
-  return it == factories_.end() ? nullptr : &it->second;
+  auto it = entries_.find(op_type);
+  return it == entries_.end() ? nullptr : &it->second.factory;
 }
 
-void KernelRegistry::add(std::string op_type, KernelFactory factory) {
-  if (!factories_.emplace(op_type, std::move(factory)).second) {
+namespace {
+
+bool takes(Elements elements, DType dtype) {
+  switch (elements) {
+    case Elements::kAny: return true;
+    case Elements::kFloat32: return dtype == DType::kFloat32;
+    case Elements::kNumeric:
+      return dtype != DType::kFloat16 && dtype != DType::kBFloat16 && dtype != DType::kInt16;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string KernelRegistry::refusal(const Node& node, const Graph& graph) const {
+  const auto it = node.domain.empty() ? entries_.find(node.op_type) : entries_.end();
+  if (it == entries_.end()) return "no CPU kernel for " + node.op_type;
+  for (const auto* ids : {&node.inputs, &node.outputs}) {
+    for (int id : *ids) {
+      if (id < 0) continue;
+      const Value& value = graph.values[static_cast<size_t>(id)];
+      if (value.type.dtype == DType::kUndefined || takes(it->second.elements, value.type.dtype))
+        continue;
+      return std::string(dtype_name(value.type.dtype)) + " " + value.name +
+             ": the CPU kernel for " + node.op_type +
+             (it->second.elements == Elements::kFloat32 ? " takes float32 only"
+                                                        : " does not compute in it (Cast it)");
+    }
+  }
+  return "";
+}
+
+void KernelRegistry::add(std::string op_type, KernelFactory factory, Elements elements) {
+  if (!entries_.emplace(op_type, Entry{std::move(factory), elements}).second) {
     throw std::logic_error("CPU kernel registered twice: " + op_type);
   }
 }
 
-void KernelRegistry::add(std::string op_type, KernelFn fn) {
-  add(std::move(op_type), [fn](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-    return std::make_unique<StatelessKernel>(spec.node, fn);
-  });
+void KernelRegistry::add(std::string op_type, KernelFn fn, Elements elements) {
+  add(
+      std::move(op_type),
+      [fn](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+        return std::make_unique<StatelessKernel>(spec.node, fn);
+      },
+      elements);
 }
 
 }  // namespace tandem::cpu

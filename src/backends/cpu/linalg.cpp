@@ -158,8 +158,8 @@ void FusedActivation::apply(float* data, int64_t count) const {
 void register_linalg_kernels(KernelRegistry& registry) {
   registry.add("MatMul", make_matmul_kernel);
   registry.add("Gemm", make_gemm_kernel);
-  registry.add("Conv", make_conv_kernel);
-  registry.add("ConvTranspose", make_conv_transpose_kernel);
+  registry.add("Conv", make_conv_kernel, Elements::kFloat32);
+  registry.add("ConvTranspose", make_conv_transpose_kernel, Elements::kFloat32);
   registry.add("MaxPool", make_pool_kernel);
   registry.add("AveragePool", make_pool_kernel);
   registry.add("GlobalMaxPool", global_max_pool);

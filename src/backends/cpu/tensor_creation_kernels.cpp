@@ -82,10 +82,10 @@ void eye_like(const Node& node, std::span<const Tensor>, std::span<Tensor> outpu
 }  // namespace
 
 void register_creation_kernels(KernelRegistry& registry) {
-  registry.add("Shape", shape);
-  registry.add("Size", size);
-  registry.add("Constant", constant);
-  registry.add("ConstantOfShape", constant_of_shape);
+  registry.add("Shape", shape, Elements::kAny);
+  registry.add("Size", size, Elements::kAny);
+  registry.add("Constant", constant, Elements::kAny);
+  registry.add("ConstantOfShape", constant_of_shape, Elements::kAny);
   registry.add("Range", range);
   registry.add("EyeLike", eye_like);
 }

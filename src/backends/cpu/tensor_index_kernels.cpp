@@ -237,11 +237,11 @@ void one_hot(const Node& node, std::span<const Tensor> inputs, std::span<Tensor>
 }  // namespace
 
 void register_index_kernels(KernelRegistry& registry) {
-  registry.add("Gather", gather);
-  registry.add("GatherElements", gather_elements);
-  registry.add("GatherND", gather_nd);
-  registry.add("ScatterND", scatter_nd);
-  registry.add("ScatterElements", scatter_elements);
+  registry.add("Gather", gather, Elements::kAny);
+  registry.add("GatherElements", gather_elements, Elements::kAny);
+  registry.add("GatherND", gather_nd, Elements::kAny);
+  registry.add("ScatterND", scatter_nd, Elements::kAny);
+  registry.add("ScatterElements", scatter_elements, Elements::kAny);
   registry.add("OneHot", one_hot);
 }
 

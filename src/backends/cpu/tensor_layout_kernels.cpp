@@ -115,14 +115,14 @@ void split(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> o
 }  // namespace
 
 void register_layout_kernels(KernelRegistry& registry) {
-  registry.add("Transpose", transpose);
-  registry.add("Slice", slice);
-  registry.add("Expand", expand);
-  registry.add("Tile", tile);
-  registry.add("DepthToSpace", depth_to_space);
-  registry.add("SpaceToDepth", space_to_depth);
-  registry.add("Concat", concat);
-  registry.add("Split", split);
+  registry.add("Transpose", transpose, Elements::kAny);
+  registry.add("Slice", slice, Elements::kAny);
+  registry.add("Expand", expand, Elements::kAny);
+  registry.add("Tile", tile, Elements::kAny);
+  registry.add("DepthToSpace", depth_to_space, Elements::kAny);
+  registry.add("SpaceToDepth", space_to_depth, Elements::kAny);
+  registry.add("Concat", concat, Elements::kAny);
+  registry.add("Split", split, Elements::kAny);
 }
 
 }  // namespace tandem::cpu

@@ -138,8 +138,8 @@ void trilu(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> o
 }  // namespace
 
 void register_pad_kernels(KernelRegistry& registry) {
-  registry.add("Pad", pad);
-  registry.add("Trilu", trilu);
+  registry.add("Pad", pad, Elements::kAny);
+  registry.add("Trilu", trilu, Elements::kAny);
 }
 
 }  // namespace tandem::cpu

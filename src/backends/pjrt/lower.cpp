@@ -5,6 +5,7 @@
 
 #include "backends/pjrt/lower_rules.h"
 #include "ir/error.h"
+#include "ir/op_schema.h"
 
 namespace tandem::pjrt {
 namespace {
@@ -205,6 +206,28 @@ std::string lowering_refusal(const Node& node, const Graph& graph) {
     return refused.what();
   }
   return "";
+}
+
+std::string compiled_refusal(const Node& node, const Graph& graph, bool tpu) {
+  const auto refused = [&](const std::string& why) { return (tpu ? "TPU: " : "PJRT: ") + why; };
+  if (node.op_type == "If" || node.op_type == "Loop" || node.op_type == "Scan") {
+    return refused("control flow (" + node.op_type + ") does not compile to a static XLA program");
+  }
+  const OpSchema* schema = OpRegistry::instance().find(node.op_type);
+  if (node.domain.empty() && schema && schema->data_dependent_shape) {
+    return refused(node.op_type + "'s output shape depends on data");
+  }
+  for (const auto* ids : {&node.inputs, &node.outputs}) {
+    for (int id : *ids) {
+      if (id < 0) continue;
+      const Value& value = graph.values[static_cast<size_t>(id)];
+      if (tpu && value.type.dtype == DType::kFloat64) {
+        return refused("float64 " + value.name + " (TPUs have no fp64)");
+      }
+    }
+  }
+  const std::string why = lowering_refusal(node, graph);
+  return why.empty() ? "" : refused(why);
 }
 
 std::vector<std::string> lowered_op_types() {

@@ -26,6 +26,11 @@ LoweredGraph lower_graph(const Graph& graph);
 // of x"); empty when it can.
 std::string lowering_refusal(const Node& node, const Graph& graph);
 
+// Why a PJRT device cannot run `node` inside a compiled program: control flow, a shape that
+// depends on data, no lowering, a refused attribute; a TPU (`tpu`) also has no float64.
+// Prefixed "TPU: " or "PJRT: "; empty when it can.
+std::string compiled_refusal(const Node& node, const Graph& graph, bool tpu);
+
 // Every op type with a lowering rule, sorted.
 std::vector<std::string> lowered_op_types();
 

@@ -1,6 +1,10 @@
 #include "backends/pjrt/pjrt_device.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -161,11 +165,6 @@ PjrtDevice::PjrtDevice(std::string name, std::shared_ptr<PjrtSession> session, s
   session_->client.addressable_device(device_);  // InputError when there is no such device
 }
 
-bool PjrtDevice::supports(const Node& node) const {
-  static const std::vector<std::string> types = lowered_op_types();  // sorted
-  return node.domain.empty() && std::binary_search(types.begin(), types.end(), node.op_type);
-}
-
 std::unique_ptr<GraphProgram> PjrtDevice::compile_graph(const Graph& graph) {
   return std::make_unique<PjrtProgram>(graph, session_, device_, name_);
 }
@@ -244,6 +243,65 @@ std::unique_ptr<Kernel> PjrtDevice::compile(const KernelSpec& spec) {
   if (!refusal.empty()) throw InputError(spec.node.label(), "PJRT: " + refusal);
   auto program = compile_graph(*graph);
   return std::make_unique<PjrtKernel>(std::move(graph), std::move(program), std::move(fed_inputs));
+}
+
+std::vector<std::unique_ptr<Device>> make_devices(const Cluster& cluster,
+                                                  std::span<const DeviceSpec* const> specs,
+                                                  bool progress) {
+  std::vector<std::unique_ptr<Device>> devices;
+  std::map<std::string, size_t> next_ordinal;  // per plugin
+  for (const DeviceSpec* spec : specs) {
+    const std::string plugin = plugin_path(spec->plugin, device_kind_name(spec->kind));
+    std::shared_ptr<PjrtSession> session;
+    try {
+      session = PjrtSession::open(plugin);
+    } catch (const std::exception& error) {
+      throw InputError(cluster.file,
+                       "device " + spec->id + " (backend pjrt) cannot start: " + error.what());
+    }
+    if (progress) {
+      session->progress = [](const std::string& what) {
+        std::fprintf(stderr, "%s\n", what.c_str());
+      };
+    }
+    const size_t ordinal = next_ordinal[plugin]++;
+    if (ordinal >= session->client.addressable_device_count()) {
+      throw InputError(cluster.file,
+                       "device " + spec->id + ": the PJRT plugin " + plugin + " has " +
+                           std::to_string(session->client.addressable_device_count()) +
+                           " devices, fewer than the cluster declares");
+    }
+    devices.push_back(std::make_unique<PjrtDevice>(spec->id, session, ordinal));
+  }
+  return devices;
+}
+
+CalibrationTarget calibration_target(const std::string& plugin_option) {
+  const std::string plugin = plugin_path(plugin_option);
+  auto session = PjrtSession::open(plugin);
+  CalibrationTarget target;
+  target.device = std::make_unique<PjrtDevice>("pjrt0", session, 0);
+  const std::string platform = session->client.platform_name();
+  target.kind = platform == "tpu"                         ? DeviceKind::kTpu
+                : platform == "cuda" || platform == "gpu" ? DeviceKind::kGpu
+                                                          : DeviceKind::kCpu;
+  const auto devices = session->client.devices();
+  const std::string device_kind = devices.empty() ? platform : devices.front().kind;
+  target.description = "pjrt " + platform + ": " + device_kind;
+  target.round_trip = [session](size_t bytes) {
+    std::vector<float> host(bytes / sizeof(float), 1.0f);
+    const int64_t dims[] = {static_cast<int64_t>(host.size())};
+    const auto start = std::chrono::steady_clock::now();
+    PjrtBuffer buffer = session->client.to_device(host.data(), PJRT_Buffer_Type_F32, dims);
+    buffer.to_host(host.data(), bytes);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  // A CPU plugin's device memory is the host's.
+  if (target.kind == DeviceKind::kCpu) {
+    target.memory_bytes =
+        static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  }
+  return target;
 }
 
 }  // namespace tandem::pjrt

@@ -11,6 +11,7 @@
 #include "backends/device.h"
 #include "backends/pjrt/executable_cache.h"
 #include "backends/pjrt/pjrt_client.h"
+#include "backends/registry.h"
 
 namespace tandem::pjrt {
 
@@ -62,9 +63,6 @@ class PjrtDevice : public Device {
   PjrtDevice(std::string name, std::shared_ptr<PjrtSession> session, size_t device = 0);
 
   std::string name() const override { return name_; }
-  // Whether the lowering has a rule for the op (shapes and attributes are checked by
-  // lowering_refusal, which needs the graph).
-  bool supports(const Node& node) const override;
   // One node as a program of its own (op tests, calibration, eager fallbacks).
   std::unique_ptr<Kernel> compile(const KernelSpec& spec) override;
   std::unique_ptr<GraphProgram> compile_graph(const Graph& graph) override;
@@ -81,5 +79,16 @@ class PjrtDevice : public Device {
   std::shared_ptr<PjrtSession> session_;
   size_t device_;
 };
+
+// One device per spec, on its plugin's addressable devices in the order they are declared
+// (the plugin named by the spec, or found as plugin_path says). InputError naming the device
+// when a plugin cannot start or has fewer devices than the cluster declares.
+std::vector<std::unique_ptr<Device>> make_devices(const Cluster& cluster,
+                                                  std::span<const DeviceSpec* const> specs,
+                                                  bool progress);
+
+// The first device of the plugin (`plugin`: --plugin, or found as plugin_path says); the link
+// is timed by copying a buffer in and out through the plugin.
+CalibrationTarget calibration_target(const std::string& plugin);
 
 }  // namespace tandem::pjrt
