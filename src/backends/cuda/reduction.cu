@@ -629,8 +629,10 @@ __global__ void __launch_bounds__(kMaxThreads)
 
 // ---- CumSum ----
 
+// Running sums of floats accumulate in double, as on the CPU backend: their rounding errors
+// would otherwise grow along the line.
 template <typename T>
-using ScanAcc = std::conditional_t<kIsFloat<T>, Compute<T>, T>;
+using ScanAcc = std::conditional_t<kIsFloat<T>, double, T>;
 
 template <typename Acc>
 struct Scan {

@@ -1,7 +1,7 @@
 #pragma once
-// Launchers of the CUDA reduction kernels (reduction.cu). Pointers are device memory unless
-// said otherwise; inputs and outputs are dense. Float types accumulate in float32 (float64 in
-// float64); nothing is launched for an empty output.
+// Launchers of the CUDA reduction kernels (reduction.cu). Pointers are device memory; inputs
+// and outputs are dense. Float types accumulate in float32 (float64 in float64) except in
+// CumSum; nothing is launched for an empty output.
 #include <cuda_runtime.h>
 
 #include "backends/cuda/launch_common.h"
@@ -82,7 +82,7 @@ void launch_lp_norm(int p, Elem elem, const void* in, void* out, const AxisView&
                     cudaStream_t stream);
 
 // CumSum along the extent of `view`, optionally exclusive (each sum leaves out its own element)
-// and reversed (sums run from the end). Integer sums wrap around.
+// and reversed (sums run from the end). Float sums run in double; integer sums wrap around.
 void launch_cumsum(Elem elem, const void* in, void* out, const AxisView& view, bool exclusive,
                    bool reverse, cudaStream_t stream);
 
