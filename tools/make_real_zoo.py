@@ -44,6 +44,7 @@ import onnx
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from zoo_common import (generator_main, ORT_THREADS, collect_ops, default_opset, ensure_dir,  # noqa: E402
+                        legacy_export_options,
                         graph_shape, ort_session, safe_filename)
 
 F32 = np.float32
@@ -71,7 +72,7 @@ def export(module, args, path, input_names, output_names, dynamic_axes, fold=Tru
         warnings.simplefilter("ignore")
         torch.onnx.export(module, args, path, input_names=input_names, output_names=output_names,
                           dynamic_axes=dynamic_axes, opset_version=OPSET, do_constant_folding=fold,
-                          export_params=True)
+                          export_params=True, **legacy_export_options(torch))
 
 
 def torch_outputs(module, feeds, names):

@@ -23,6 +23,7 @@ from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from zoo_common import (generator_main, GraphBuilder, collect_ops, default_opset, ensure_dir,  # noqa: E402
+                        legacy_export_options,
                         graph_shape, ort_session, safe_filename)
 
 BATCH = 2
@@ -432,7 +433,7 @@ def _torch_export(module, args, path, input_names, output_names, dynamic_axes, o
     with torch.no_grad():
         torch.onnx.export(module, args, path, input_names=input_names, output_names=output_names,
                           dynamic_axes=dynamic_axes, opset_version=opset, do_constant_folding=True,
-                          export_params=True)
+                          export_params=True, **legacy_export_options(torch))
 
 
 def build_tv(arch):

@@ -22,6 +22,14 @@ from onnx import helper, numpy_helper
 ORT_THREADS = 2
 
 
+def legacy_export_options(torch) -> dict:
+    """torch.onnx.export's keyword that keeps the TorchScript exporter where newer torch (2.9+)
+    defaults to the dynamo one, so the zoo is the same graphs on Debian's torch and on a GPU
+    machine's (scripts/gpu-check.sh regenerates the zoo there)."""
+    import inspect
+    return {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+
+
 def np_to_onnx_dtype(dt) -> int:
     return helper.np_dtype_to_tensor_dtype(np.dtype(dt))
 

@@ -11,6 +11,7 @@
 #endif
 #ifdef TANDEM_WITH_CUDA
 #include "backends/cuda/cuda_device.h"
+#include "backends/cuda/cuda_ops.h"
 #endif
 
 namespace tandem {

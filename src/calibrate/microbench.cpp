@@ -57,6 +57,7 @@ double OpBench::run_seconds(const Repetition& repetition) {
   return median_seconds(repetition, [&] {
     const auto start = std::chrono::steady_clock::now();
     executor_->run(inputs_);
+    executor_->finish();
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   });
 }

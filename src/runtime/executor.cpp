@@ -75,6 +75,10 @@ Tensor GraphExecutor::resident(const Tensor& tensor) {
 
 GraphExecutor::~GraphExecutor() = default;
 
+void GraphExecutor::finish() {
+  if (const std::shared_ptr<const Event> done = device_.record()) done->synchronize();
+}
+
 void GraphExecutor::plan_buffers() {
   planned_slot_.assign(graph_.values.size(), -1);
   std::vector<bool> is_output(graph_.values.size(), false);
@@ -125,11 +129,15 @@ std::vector<Tensor> GraphExecutor::run(std::span<const Tensor> inputs,
   for (size_t i = 0; i < outer.size() && i < captured.size(); ++i) {
     if (!graph_.values[outer[i]].is_constant()) env[outer[i]] = resident(captured[i]);
   }
+  if (observer_) finish();
   for (size_t s = 0; s < steps_.size(); ++s) {
     Step& step = *steps_[s];
     const auto start = std::chrono::steady_clock::now();
     run_step(step, env);
-    if (observer_) observer_(*step.node, std::chrono::steady_clock::now() - start);
+    if (observer_) {
+      finish();
+      observer_(*step.node, std::chrono::steady_clock::now() - start);
+    }
     // Drop what is dead, so run-time allocations are freed as early as they can be.
     for (int in : step.node->inputs) {
       if (in >= 0 && last_use_[in] == static_cast<int>(s)) env[in] = Tensor();

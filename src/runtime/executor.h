@@ -33,7 +33,11 @@ class GraphExecutor {
   // host's).
   std::vector<Tensor> run(std::span<const Tensor> inputs, std::span<const Tensor> captured = {});
 
+  // With an observer, each node's time is its execution: a device with asynchronous work is
+  // waited for before and after every node.
   void set_observer(NodeObserver observer) { observer_ = std::move(observer); }
+  // Waits until the device has finished the work of the runs so far (for timing).
+  void finish();
   const MemoryPlan& memory_plan() const { return plan_; }
   // Whether the graph runs as one program its device compiled.
   bool compiled() const { return program_ != nullptr; }

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <future>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "backends/cpu/cpu_device.h"
@@ -282,6 +283,73 @@ TEST(PlanExecutor, BackendErrorNamesTheFailingOp) {
       EXPECT_NE(message.find("(Gemm): the backend failed"), std::string::npos) << message;
     }
   });
+}
+
+// The order events give a plan: every copy into a device waits first for an event its producer
+// recorded after the segment that wrote the value (a device with asynchronous work, such as a
+// GPU, relies on it). The CPU backend's work is done when it returns; this device only logs.
+struct EventLog {
+  std::mutex mutex;
+  int next_id = 0;
+  std::map<int, std::string> recorder;                // event id -> the device that recorded it
+  std::vector<std::pair<std::string, int>> waits;     // (waiting device, event id)
+  std::vector<std::pair<std::string, int>> receives;  // (device, waits logged before it)
+};
+
+class LoggedEvent final : public Event {
+ public:
+  explicit LoggedEvent(int id) : id(id) {}
+  void synchronize() const override {}
+  const int id;
+};
+
+class EventLoggingDevice final : public Device {
+ public:
+  EventLoggingDevice(std::string name, EventLog& log) : inner_(std::move(name)), log_(log) {}
+  std::string name() const override { return inner_.name(); }
+  std::unique_ptr<Kernel> compile(const KernelSpec& spec) override { return inner_.compile(spec); }
+  Tensor receive(const Tensor& tensor) override {
+    std::lock_guard lock(log_.mutex);
+    int waited = 0;
+    for (const auto& [device, id] : log_.waits) waited += device == name();
+    log_.receives.emplace_back(name(), waited);
+    return inner_.receive(tensor);
+  }
+  std::shared_ptr<const Event> record() override {
+    std::lock_guard lock(log_.mutex);
+    const int id = log_.next_id++;
+    log_.recorder[id] = name();
+    return std::make_shared<LoggedEvent>(id);
+  }
+  void wait(const Event& event) override {
+    std::lock_guard lock(log_.mutex);
+    log_.waits.emplace_back(name(), dynamic_cast<const LoggedEvent&>(event).id);
+  }
+
+ private:
+  cpu::CpuDevice inner_;
+  EventLog& log_;
+};
+
+TEST(PlanExecutor, EveryCopyWaitsForItsProducersEvent) {
+  FaultCase c;
+  EventLog log;
+  EventLoggingDevice first("cpu0", log), second("cpu1", log);
+  PlanExecutor executor(c.model.graph, c.plan, {&first, &second});
+  const std::vector<Tensor> inputs = random_inputs(c.model.graph);
+  executor.run(inputs);
+  ASSERT_GT(executor.stats().transfers, 0);
+  EXPECT_EQ(static_cast<int>(log.receives.size()), executor.stats().transfers);
+  EXPECT_EQ(log.waits.size(), log.receives.size());
+  for (const auto& [device, id] : log.waits) {
+    ASSERT_TRUE(log.recorder.count(id)) << device << " waited for an event nobody recorded";
+    EXPECT_NE(log.recorder[id], device) << "a device waited for its own event";
+  }
+  // Each device's k-th copy comes after its k-th wait.
+  std::map<std::string, int> copies;
+  for (const auto& [device, waited] : log.receives) {
+    EXPECT_GT(waited, copies[device]++) << device << " copied before waiting";
+  }
 }
 
 TEST(PlanExecutor, FaultSyntaxErrorsAreInputErrors) {
