@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The GPU half of Tandem checked on a machine with an NVIDIA GPU (docs/CUDA.md):
-#   bash scripts/gpu-check.sh --pack   on a development machine, after scripts/build.sh: puts
+#   bash scripts/gpu-check.sh --pack   on a development machine, after scripts/build.sh: packs
 #                                      build/'s tandem, cuda_tests and cuda_gemm, with the shared
 #                                      libraries they need beyond glibc, libstdc++ and CUDA's own,
-#                                      in gpu-pack/ (64 MiB at most, to travel with the tree)
+#                                      into gpu-pack.tar.xz (64 MiB at most, to travel with the
+#                                      tree; about 19 MiB)
 #   bash scripts/gpu-check.sh          on the GPU machine, from the repository root with
-#                                      gpu-pack/ beside it: scripts/gpu_check.py's steps, a
-#                                      summary table last (about 5 minutes on an H200)
+#                                      gpu-pack.tar.xz (or gpu-pack/) there: unpacks it, then
+#                                      scripts/gpu_check.py's steps, a summary table last
 # The GPU machine needs an NVIDIA driver, CUDA 13's runtime, cuBLAS and cuDNN 9 (the toolkit's or
 # the nvidia-* Python wheels'), and a python3 with numpy, PyYAML, onnx, onnxruntime and torch
 # (the zoo is generated there); it needs none of Debian's libraries.
@@ -31,11 +32,16 @@ if [[ "${1:-}" == "--pack" ]]; then
     done
   done
   strip --strip-unneeded "$PACK"/tandem "$PACK"/cuda_tests "$PACK"/cuda_gemm "$PACK"/lib/* 2>/dev/null || true
-  size=$(du -sm "$PACK" | cut -f1)
-  echo "gpu-check: packed $(ls "$PACK/lib" | wc -l) libraries and 3 binaries in gpu-pack/ (${size} MiB)"
-  if (( size > 64 )); then echo "gpu-check: gpu-pack/ is over 64 MiB" >&2; exit 1; fi
+  tar -cJf "$REPO/gpu-pack.tar.xz" -C "$REPO" gpu-pack
+  rm -rf "$PACK"
+  size=$(( $(stat -c %s "$REPO/gpu-pack.tar.xz") >> 20 ))
+  echo "gpu-check: packed 3 binaries and their libraries in gpu-pack.tar.xz (${size} MiB)"
+  if (( size > 64 )); then echo "gpu-check: gpu-pack.tar.xz is over 64 MiB" >&2; exit 1; fi
   exit 0
 fi
 
-[[ -x "$PACK/tandem" ]] || { echo "gpu-check: no gpu-pack/ here: run 'bash scripts/gpu-check.sh --pack' where Tandem was built" >&2; exit 2; }
+if [[ -f "$REPO/gpu-pack.tar.xz" && ! -x "$PACK/tandem" ]]; then
+  tar -xJf "$REPO/gpu-pack.tar.xz" -C "$REPO"
+fi
+[[ -x "$PACK/tandem" ]] || { echo "gpu-check: no gpu-pack here: run 'bash scripts/gpu-check.sh --pack' where Tandem was built" >&2; exit 2; }
 exec python3 "$REPO/scripts/gpu_check.py"

@@ -22,10 +22,10 @@ std::vector<CompileStats> compile_stats(const std::vector<std::unique_ptr<Device
     if (std::find(seen.begin(), seen.end(), &session) != seen.end()) continue;
     seen.push_back(&session);
     const pjrt::ExecutableCache::Stats cache = session.cache.stats();
-    const pjrt::ResidentBuffers::Counts moves = session.resident.counts();
+    const pjrt::TransferCounts& moves = session.transfers;
     stats.push_back({session.client.plugin().path(), session.cache.directory(), cache.compiles,
                      cache.memory_hits, cache.disk_hits, cache.compile_seconds, cache.load_seconds,
-                     moves.uploaded, moves.device_to_device, moves.reused});
+                     moves.uploaded, moves.device_to_device, moves.found_on_device()});
   }
 #else
   (void)devices;

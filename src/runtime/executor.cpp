@@ -122,7 +122,11 @@ std::vector<Tensor> GraphExecutor::run(std::span<const Tensor> inputs,
     throw InputError("the graph takes " + std::to_string(graph_.inputs.size()) + " inputs, got " +
                      std::to_string(inputs.size()));
   }
-  if (program_) return program_->run(inputs);
+  if (program_) {
+    std::vector<Tensor> here;
+    for (const Tensor& input : inputs) here.push_back(resident(input));
+    return program_->run(here);
+  }
   std::vector<Tensor> env = constants_;
   for (size_t i = 0; i < inputs.size(); ++i) env[graph_.inputs[i]] = resident(inputs[i]);
   const std::vector<int> outer = graph_.outer_scope_values();

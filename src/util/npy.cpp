@@ -147,7 +147,8 @@ void write_npy(const std::string& path, const Tensor& tensor) {
                                       static_cast<char>(header.size() >> 8)};
   file.write(version_and_length, 4);
   file.write(header.data(), static_cast<std::streamsize>(header.size()));
-  file.write(static_cast<const char*>(tensor.raw()), static_cast<std::streamsize>(tensor.nbytes()));
+  const Tensor host = tensor.to_host();
+  file.write(static_cast<const char*>(host.raw()), static_cast<std::streamsize>(host.nbytes()));
   if (!file) throw InputError(path, "cannot write");
 }
 

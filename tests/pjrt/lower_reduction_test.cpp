@@ -312,7 +312,9 @@ class TestGraph {
       inferred_ = true;
     }
     GraphExecutor executor(graph_, device);
-    return executor.run(fed_);
+    std::vector<Tensor> outputs = executor.run(fed_);
+    for (Tensor& output : outputs) output = output.to_host();
+    return outputs;
   }
   std::vector<Tensor> run_on_plugin() { return run_on(cpu_plugin_device()); }
   std::vector<Tensor> run_on_cpu() {

@@ -81,6 +81,7 @@ void run_on_both(const OpCase& op, std::vector<Tensor>& actual, std::vector<Tens
   cpu::CpuDevice cpu;
   expected = GraphExecutor(graph, cpu).run(fed);
   actual = GraphExecutor(graph, cpu_plugin_device()).run(fed);
+  for (Tensor& output : actual) output = output.to_host();  // out of the PJRT device's memory
   ASSERT_EQ(actual.size(), expected.size());
   for (size_t o = 0; o < expected.size(); ++o) {
     ASSERT_EQ(actual[o].dtype(), expected[o].dtype()) << op.op_type << " output " << o;

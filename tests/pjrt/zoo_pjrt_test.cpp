@@ -13,8 +13,8 @@
 
 #include "backends/cpu/cpu_device.h"
 #include "backends/pjrt/lower.h"
-#include "cost/cost_model.h"
 #include "backends/registry.h"
+#include "cost/cost_model.h"
 #include "expect_outputs.h"
 #include "ir/fuse.h"
 #include "onnx/batch_split.h"
@@ -189,9 +189,9 @@ TEST(ZooOnPjrt, PipelineAcrossTwoDevicesOfOnePlugin) {
   EXPECT_GT(executor.stats().busy_seconds[0], 0);
   EXPECT_GT(executor.stats().busy_seconds[1], 0);
   // What stage 1 hands to stage 2 goes device to device, and stage 2 uploads none of it.
-  const ResidentBuffers::Counts counts = session->resident.counts();
+  const TransferCounts& counts = session->transfers;
   EXPECT_EQ(counts.device_to_device, executor.stats().transfers);
-  EXPECT_EQ(counts.reused, executor.stats().transfers);
+  EXPECT_EQ(counts.found_on_device(), executor.stats().transfers);
   EXPECT_EQ(counts.uploaded, plan->microbatches);  // the model's input, per micro-batch
 }
 

@@ -23,31 +23,14 @@ PjrtBuffer upload(const PjrtClient& client, const Tensor& tensor, size_t device)
   return client.to_device(tensor.raw(), type, tensor.shape(), device);
 }
 
-// A host tensor with a device-side twin: when the last reference to the host memory goes, the
-// twin is forgotten (before the memory is freed, so its address cannot be reused meanwhile).
-struct Shadowed {
-  Shadowed(Tensor host, std::shared_ptr<PjrtSession> session)
-      : host(std::move(host)), session(std::move(session)) {}
-  Shadowed(const Shadowed&) = delete;
-  Shadowed& operator=(const Shadowed&) = delete;
-  ~Shadowed() { session->resident.forget(host.raw()); }
-  Tensor host;
-  std::shared_ptr<PjrtSession> session;
-};
-
-bool same_dims(const PjrtBuffer& buffer, const Tensor& tensor) {
-  const std::vector<int64_t> dims = buffer.dims();
-  return dims.size() == tensor.shape().size() &&
-         std::equal(dims.begin(), dims.end(), tensor.shape().begin());
-}
-
 // A lowered graph, compiled, with its weights uploaded once.
 class PjrtProgram : public GraphProgram {
  public:
   PjrtProgram(const Graph& graph, std::shared_ptr<PjrtSession> session, size_t device,
-              const std::string& device_name)
+              const std::string& device_name, const PjrtMemory& memory)
       : session_(std::move(session)),
         device_(device),
+        memory_(memory),
         target_(session_->client.addressable_device(device)) {
     const LoweredGraph lowered = lower_graph(graph);
     executable_ = session_->cache.get(session_->client, lowered.module, [&] {
@@ -68,48 +51,31 @@ class PjrtProgram : public GraphProgram {
       output_types_.push_back(graph.values[static_cast<size_t>(id)].type);
   }
 
+  // Inputs come in this device's memory (GraphExecutor receives the others); outputs stay
+  // there.
   std::vector<Tensor> run(std::span<const Tensor> inputs) override {
-    std::vector<std::shared_ptr<const PjrtBuffer>> fed;
-    fed.reserve(inputs.size());
-    for (const Tensor& input : inputs) fed.push_back(on_device(input));
     std::vector<const PjrtBuffer*> arguments;
-    for (const auto& buffer : fed) arguments.push_back(buffer.get());
+    for (const Tensor& input : inputs) {
+      if (input.memory() != &memory_) {
+        throw std::logic_error("PJRT program input not in " + memory_.name());
+      }
+      session_->transfers.program_inputs++;
+      arguments.push_back(static_cast<const PjrtBuffer*>(input.raw()));
+    }
     for (const PjrtBuffer& buffer : weights_) arguments.push_back(&buffer);
     std::vector<PjrtBuffer> results = executable_->execute(arguments, target_);
     std::vector<Tensor> outputs;
     for (size_t i = 0; i < results.size(); ++i) {
-      Tensor host = Tensor::allocate(output_types_[i].dtype, output_types_[i].shape);
-      results[i].to_host(host.raw(), host.nbytes());
-      // The result stays on the device as the host tensor's twin, for a next program.
-      session_->resident.keep(host.raw(), device_,
-                              std::make_shared<const PjrtBuffer>(std::move(results[i])));
-      auto shadow = std::make_shared<Shadowed>(host, session_);
-      outputs.push_back(Tensor::wrap(host.dtype(), host.shape(), host.raw(), std::move(shadow)));
+      outputs.push_back(
+          memory_.wrap(std::move(results[i]), output_types_[i].dtype, output_types_[i].shape));
     }
     return outputs;
   }
 
  private:
-  // The input as a buffer on this program's device: its twin here, a device-to-device copy of
-  // its twin elsewhere on the plugin, or an upload from host memory.
-  std::shared_ptr<const PjrtBuffer> on_device(const Tensor& input) {
-    ResidentBuffers& resident = session_->resident;
-    if (auto twin = resident.find(input.raw(), device_); twin && same_dims(*twin, input)) {
-      resident.count(&ResidentBuffers::Counts::reused);
-      return twin;
-    }
-    if (auto twin = resident.find_any(input.raw()); twin && same_dims(*twin, input)) {
-      auto copy = std::make_shared<const PjrtBuffer>(twin->copy_to_device(target_));
-      resident.keep(input.raw(), device_, copy);
-      resident.count(&ResidentBuffers::Counts::device_to_device);
-      return copy;
-    }
-    resident.count(&ResidentBuffers::Counts::uploaded);
-    return std::make_shared<const PjrtBuffer>(upload(session_->client, input, device_));
-  }
-
   std::shared_ptr<PjrtSession> session_;
   size_t device_;
+  const PjrtMemory& memory_;
   PJRT_Device* target_;
   std::shared_ptr<const PjrtExecutable> executable_;
   std::vector<PjrtBuffer> weights_;
@@ -120,25 +86,26 @@ class PjrtProgram : public GraphProgram {
 class PjrtKernel : public Kernel {
  public:
   PjrtKernel(std::unique_ptr<Graph> graph, std::unique_ptr<GraphProgram> program,
-             std::vector<int> fed_inputs)
-      : graph_(std::move(graph)),
+             std::vector<int> fed_inputs, Device& device)
+      : device_(device),
+        graph_(std::move(graph)),
         program_(std::move(program)),
         fed_inputs_(std::move(fed_inputs)) {}
 
   void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override {
     std::vector<Tensor> fed;
-    for (int i : fed_inputs_) fed.push_back(inputs[static_cast<size_t>(i)]);
+    for (int i : fed_inputs_) fed.push_back(device_.receive(inputs[static_cast<size_t>(i)]));
     std::vector<Tensor> results = program_->run(fed);
     size_t next = 0;
     for (Tensor& output : outputs) {
       if (!output.defined()) continue;
       const Tensor& result = results[next++];
-      std::copy_n(static_cast<const std::byte*>(result.raw()), result.nbytes(),
-                  static_cast<std::byte*>(output.raw()));
+      result.memory()->copy_to_host(result, output.raw());
     }
   }
 
  private:
+  Device& device_;
   std::unique_ptr<Graph> graph_;  // the program's graph, kept for its lifetime
   std::unique_ptr<GraphProgram> program_;
   std::vector<int> fed_inputs_;  // the node's inputs that are graph inputs (not constants)
@@ -166,54 +133,38 @@ PjrtDevice::PjrtDevice(std::string name, std::shared_ptr<PjrtSession> session, s
 }
 
 std::unique_ptr<GraphProgram> PjrtDevice::compile_graph(const Graph& graph) {
-  return std::make_unique<PjrtProgram>(graph, session_, device_, name_);
+  return std::make_unique<PjrtProgram>(graph, session_, device_, name_, memory_);
+}
+
+std::string PjrtMemory::name() const { return device_.name() + " memory"; }
+
+void PjrtMemory::copy_to_host(const Tensor& tensor, void* host) const {
+  static_cast<const PjrtBuffer*>(tensor.raw())->to_host(host, tensor.nbytes());
+}
+
+Tensor PjrtMemory::wrap(PjrtBuffer buffer, DType dtype, Shape shape) const {
+  auto owned = std::make_shared<PjrtBuffer>(std::move(buffer));
+  PjrtBuffer* handle = owned.get();
+  return Tensor::wrap(dtype, std::move(shape), handle, std::move(owned), this);
+}
+
+Tensor PjrtDevice::allocate(DType, Shape) {
+  throw std::logic_error(name_ + ": PJRT buffers are made by programs and copies only");
 }
 
 Tensor PjrtDevice::receive(const Tensor& tensor) {
-  ResidentBuffers& resident = session_->resident;
-  if (resident.find(tensor.raw(), device_)) return tensor;
-  const auto twin = resident.find_any(tensor.raw());
-  if (!twin || !same_dims(*twin, tensor)) return tensor.clone();
-  resident.keep(tensor.raw(), device_,
-                std::make_shared<const PjrtBuffer>(
-                    twin->copy_to_device(session_->client.addressable_device(device_))));
-  resident.count(&ResidentBuffers::Counts::device_to_device);
-  return tensor;  // host memory is shared: nothing writes to a tensor once made
-}
-
-void ResidentBuffers::keep(const void* host, size_t device,
-                           std::shared_ptr<const PjrtBuffer> buffer) {
-  std::lock_guard lock(mutex_);
-  buffers_[host][device] = std::move(buffer);
-}
-
-std::shared_ptr<const PjrtBuffer> ResidentBuffers::find(const void* host, size_t device) const {
-  std::lock_guard lock(mutex_);
-  const auto twins = buffers_.find(host);
-  if (twins == buffers_.end()) return nullptr;
-  const auto twin = twins->second.find(device);
-  return twin == twins->second.end() ? nullptr : twin->second;
-}
-
-std::shared_ptr<const PjrtBuffer> ResidentBuffers::find_any(const void* host) const {
-  std::lock_guard lock(mutex_);
-  const auto twins = buffers_.find(host);
-  return twins == buffers_.end() || twins->second.empty() ? nullptr : twins->second.begin()->second;
-}
-
-void ResidentBuffers::forget(const void* host) {
-  std::lock_guard lock(mutex_);
-  buffers_.erase(host);
-}
-
-void ResidentBuffers::count(int Counts::*which) {
-  std::lock_guard lock(mutex_);
-  ++(counts_.*which);
-}
-
-ResidentBuffers::Counts ResidentBuffers::counts() const {
-  std::lock_guard lock(mutex_);
-  return counts_;
+  if (tensor.memory() == &memory_) return tensor;
+  const auto* peer = dynamic_cast<const PjrtMemory*>(tensor.memory());
+  if (peer && &peer->device().session() == session_.get()) {
+    const auto* buffer = static_cast<const PjrtBuffer*>(tensor.raw());
+    session_->transfers.device_to_device++;
+    return memory_.wrap(buffer->copy_to_device(session_->client.addressable_device(device_)),
+                        tensor.dtype(), tensor.shape());
+  }
+  // From host memory, or another backend's device through it.
+  const Tensor host = tensor.to_host();
+  session_->transfers.uploaded++;
+  return memory_.wrap(upload(session_->client, host, device_), host.dtype(), host.shape());
 }
 
 std::unique_ptr<Kernel> PjrtDevice::compile(const KernelSpec& spec) {
@@ -242,7 +193,8 @@ std::unique_ptr<Kernel> PjrtDevice::compile(const KernelSpec& spec) {
   const std::string refusal = lowering_refusal(graph->nodes[0], *graph);
   if (!refusal.empty()) throw InputError(spec.node.label(), "PJRT: " + refusal);
   auto program = compile_graph(*graph);
-  return std::make_unique<PjrtKernel>(std::move(graph), std::move(program), std::move(fed_inputs));
+  return std::make_unique<PjrtKernel>(std::move(graph), std::move(program), std::move(fed_inputs),
+                                      *this);
 }
 
 std::vector<std::unique_ptr<Device>> make_devices(const Cluster& cluster,

@@ -1,6 +1,7 @@
 #pragma once
 // A PJRT device as a Tandem device: graphs (plan segments) are lowered to StableHLO, compiled
 // through the plugin once (executable cache) and run as one program each.
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -15,30 +16,12 @@
 
 namespace tandem::pjrt {
 
-// Device-side twins of host tensors: a program's outputs stay on its device after they are
-// copied out, so that a program of the same plugin reading them (on that device, or on another
-// after a device-to-device copy) need not upload them again. Entries live as long as the host
-// tensor they shadow.
-class ResidentBuffers {
- public:
-  struct Counts {
-    int reused = 0;            // inputs found on the program's device: no upload
-    int device_to_device = 0;  // copies between devices of the plugin
-    int uploaded = 0;          // inputs uploaded from host memory
-  };
-  void keep(const void* host, size_t device, std::shared_ptr<const PjrtBuffer> buffer);
-  // The twin of `host` on `device`, or null.
-  std::shared_ptr<const PjrtBuffer> find(const void* host, size_t device) const;
-  // A twin of `host` on any device, or null.
-  std::shared_ptr<const PjrtBuffer> find_any(const void* host) const;
-  void forget(const void* host);
-  void count(int Counts::*which);
-  Counts counts() const;
-
- private:
-  mutable std::mutex mutex_;
-  std::unordered_map<const void*, std::map<size_t, std::shared_ptr<const PjrtBuffer>>> buffers_;
-  Counts counts_;
+// How program inputs reached their device, over a session's life: uploaded from host memory,
+// copied from another device of the plugin (by the runtime's copy worker, before the program
+// needed them); the rest were on the device already.
+struct TransferCounts {
+  std::atomic<int> program_inputs{0}, uploaded{0}, device_to_device{0};
+  int found_on_device() const { return program_inputs - uploaded; }
 };
 
 // One plugin's client and executable cache, shared by every device of that plugin in the
@@ -46,7 +29,7 @@ class ResidentBuffers {
 struct PjrtSession {
   PjrtClient client;
   ExecutableCache cache;
-  ResidentBuffers resident;
+  TransferCounts transfers;
   // Told before each compilation ("pjrt0: compiling a segment of 47 ops"), when set.
   std::function<void(const std::string&)> progress;
 
@@ -55,6 +38,23 @@ struct PjrtSession {
   static std::shared_ptr<PjrtSession> open(const std::string& path);
   PjrtSession(std::shared_ptr<PjrtPlugin> plugin, std::string cache_directory)
       : client(std::move(plugin)), cache(std::move(cache_directory)) {}
+};
+
+class PjrtDevice;
+
+// A PJRT device's memory: its tensors are PJRT buffers (Tensor::raw() is the PjrtBuffer, which
+// the tensor owns), made by programs or copies and never written after.
+class PjrtMemory final : public MemorySpace {
+ public:
+  explicit PjrtMemory(const PjrtDevice& device) : device_(device) {}
+  std::string name() const override;
+  void copy_to_host(const Tensor& tensor, void* host) const override;
+  const PjrtDevice& device() const { return device_; }
+  // A buffer as a tensor of this memory.
+  Tensor wrap(PjrtBuffer buffer, DType dtype, Shape shape) const;
+
+ private:
+  const PjrtDevice& device_;
 };
 
 class PjrtDevice : public Device {
@@ -67,8 +67,11 @@ class PjrtDevice : public Device {
   std::unique_ptr<Kernel> compile(const KernelSpec& spec) override;
   std::unique_ptr<GraphProgram> compile_graph(const Graph& graph) override;
   bool compiled() const override { return true; }
-  // From another device of this plugin: a device-to-device copy of its twin (the host tensor is
-  // shared, not copied); otherwise a host copy.
+  const MemorySpace* memory() const override { return &memory_; }
+  // PJRT buffers are made by programs and copies: there is no uninitialised one to write into.
+  Tensor allocate(DType dtype, Shape shape) override;
+  // From this device: the same immutable buffer; from another device of this plugin: a
+  // device-to-device copy; otherwise an upload from host memory.
   Tensor receive(const Tensor& tensor) override;
 
   PjrtSession& session() const { return *session_; }
@@ -78,6 +81,7 @@ class PjrtDevice : public Device {
   std::string name_;
   std::shared_ptr<PjrtSession> session_;
   size_t device_;
+  PjrtMemory memory_{*this};
 };
 
 // One device per spec, on its plugin's addressable devices in the order they are declared
