@@ -9,7 +9,7 @@
 #include "backends/cuda/cuda_ops.h"
 #include "backends/registry.h"
 #include "cost/cost_model.h"
-#include "cuda_test_util.h"
+#include "zoo_cases.h"
 #include "devices/cluster.h"
 #include "ir/error.h"
 #include "ir/infer.h"

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/cuda/cuda_device.h"
-#include "cuda_test_util.h"
+#include "zoo_cases.h"
 #include "runtime/executor.h"
 #include "util/compare.h"
 

@@ -1,5 +1,5 @@
 #pragma once
-// The zoo (both tiers) as the CUDA tests load it: each model at its manifest's dims, fused as
+// The zoo (both tiers) as the backend tests load it: each model at its manifest's dims, fused as
 // `tandem run` runs it, with its reference inputs and ONNX Runtime's outputs.
 #include <cstdlib>
 #include <fstream>
