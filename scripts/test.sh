@@ -8,6 +8,15 @@ START=$SECONDS
 bash "$REPO/scripts/build.sh"
 export TANDEM_CI_SUMMARY="$REPO/build/ci-summary.txt"
 echo "release: build.sh took $((SECONDS - START)) s" > "$TANDEM_CI_SUMMARY"
+# Where the CUDA toolkit is (every development and CI machine), the CUDA backend must have been
+# compiled and linked: a toolkit that CMake stopped finding would otherwise let it rot unseen.
+if [[ -x /usr/local/cuda/bin/nvcc && -z "${TANDEM_CMAKE_ARGS:-}" ]]; then
+  if [[ ! -x "$REPO/build/tests/cuda_tests" ]]; then
+    echo "test.sh: the CUDA toolkit is here but the CUDA backend was not built" >&2
+    exit 1
+  fi
+  echo "release: CUDA backend compiled and linked (sm_90 + PTX)" >> "$TANDEM_CI_SUMMARY"
+fi
 cd "$REPO/build"
 start=$SECONDS
 rc=0
