@@ -24,23 +24,6 @@ struct Window3d {
   int64_t out_plane() const { return out[0] * out[1] * out[2]; }
 };
 
-Window3d to_3d(const WindowGeometry& g, const Shape& x) {
-  Window3d w;
-  const int64_t lead = 3 - g.rank();
-  for (int64_t i = 0; i < 3; ++i) {
-    const bool real = i >= lead;
-    const size_t axis = static_cast<size_t>(i - lead);
-    w.in[i] = real ? x[axis + 2] : 1;
-    w.out[i] = real ? g.output[axis] : 1;
-    w.kernel[i] = real ? g.kernel[axis] : 1;
-    w.stride[i] = real ? g.strides[axis] : 1;
-    w.dilation[i] = real ? g.dilations[axis] : 1;
-    w.pad_begin[i] = real ? g.pads_begin[axis] : 0;
-    w.pad_end[i] = real ? g.pads_end[axis] : 0;
-  }
-  return w;
-}
-
 enum class PoolKind { kMax, kAverage, kAverageWithPad };
 
 // Reference pooling for every dtype, the Indices output and the corner oneDNN counts otherwise.
@@ -154,7 +137,7 @@ class PoolKernel final : public Kernel {
     const bool ceil_mode = node_.attr_int("ceil_mode", 0) != 0;
     const WindowGeometry g =
         resolve_window(node_, spatial, node_.attr_ints("kernel_shape"), ceil_mode);
-    window_ = to_3d(g, x);
+    window_ = window_3d<Window3d>(g, x);
     x_shape_ = x;
     primitive_.reset();
     memory::dims strides, kernel, dilation, pad_begin, pad_end;

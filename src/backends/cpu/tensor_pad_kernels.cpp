@@ -13,14 +13,6 @@ namespace {
 
 enum class PadMode { kConstant, kReflect, kEdge, kWrap };
 
-PadMode pad_mode(const Node& node) {
-  const std::string mode = node.attr_string("mode", "constant");
-  if (mode == "reflect") return PadMode::kReflect;
-  if (mode == "edge") return PadMode::kEdge;
-  if (mode == "wrap") return PadMode::kWrap;
-  return PadMode::kConstant;
-}
-
 // For each output index along one axis, the source index it copies, or -1 for the constant.
 // Negative pads crop: the source is the region [low, high) that remains after cropping.
 std::vector<int64_t> source_indices(const Node& node, PadMode mode, int64_t dim, int64_t before,
@@ -97,7 +89,7 @@ void pad(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> out
   const std::vector<int64_t> axes = has_axes ? inputs[3].to_int64s() : std::vector<int64_t>{};
   const std::vector<int64_t> amounts =
       pads_per_axis(input.shape().size(), inputs[1].to_int64s(), axes);
-  const PadMode mode = pad_mode(node);
+  const auto mode = pad_mode<PadMode>(node);
   std::vector<std::vector<int64_t>> maps;
   for (int64_t d = 0; d < input.rank(); ++d) {
     maps.push_back(source_indices(node, mode, input.dim(d), amounts[d], out.dim(d)));

@@ -4,9 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
-#include <limits>
 #include <stdexcept>
 
 #include "backends/cpu/dispatch.h"
@@ -91,34 +89,19 @@ AxisTaps axis_taps(const ResizeAttributes& a, int64_t in, int64_t out, float sca
   t.offset.assign(static_cast<size_t>(out * t.taps), 0);
   t.weight.assign(static_cast<size_t>(out * t.taps), 0.0f);
   t.outside.assign(static_cast<size_t>(out), 0);
-  const auto last = static_cast<float>(in - 1);
   auto clamp_index = [&](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1) * stride; };
   for (int64_t j = 0; j < out; ++j) {
-    float x = resize_source_coordinate(a.coordinates, static_cast<float>(j), scale, out, in,
-                                       roi_start, roi_end);
-    if (a.coordinates == ResizeCoordinates::kTfCropAndResize && !(x >= 0.0f && x <= last)) {
+    const ResizeSample sample = resize_sample(a, j, scale, out, in, roi_start, roi_end);
+    if (sample.outside) {
       t.outside[j] = 1;
       continue;
     }
-    // Every mode maps into [-1, in]; bounding x keeps the integer conversion defined.
-    if (!(x >= -4.0f)) x = -4.0f;
-    if (!(x <= last + 4.0f)) x = last + 4.0f;
-    const float floor_x = std::floor(x);
-    const float ratio = x - floor_x;
-    const auto base = static_cast<int64_t>(floor_x);
+    const int64_t base = sample.base;
+    const float ratio = sample.ratio;
     int64_t* offset = &t.offset[j * t.taps];
     float* weight = &t.weight[j * t.taps];
     if (a.mode == ResizeMode::kNearest) {
-      bool up = false;
-      if (ratio > 0.0f) {
-        switch (a.nearest) {
-          case ResizeNearest::kRoundPreferFloor: up = ratio > 0.5f; break;
-          case ResizeNearest::kRoundPreferCeil: up = ratio >= 0.5f; break;
-          case ResizeNearest::kFloor: up = false; break;
-          case ResizeNearest::kCeil: up = true; break;
-        }
-      }
-      offset[0] = clamp_index(base + (up ? 1 : 0));
+      offset[0] = clamp_index(base + (resize_nearest_rounds_up(a.nearest, ratio) ? 1 : 0));
       weight[0] = 1.0f;
     } else if (a.mode == ResizeMode::kLinear) {
       // A tap beyond the edge repeats the edge sample, so exclude_outside changes nothing here.
@@ -237,7 +220,7 @@ class ResizeKernel final : public Kernel {
         attributes_(resize_attributes(spec.node, spec.opset,
                                       std::max<size_t>(spec.input_types[0].shape.size(), 1))),
         dtype_(spec.input_types[0].dtype),
-        fill_(fill_bits(dtype_, attributes_.extrapolation_value)) {
+        fill_(resize_fill_bits(dtype_, attributes_.extrapolation_value)) {
     if (attributes_.mode != ResizeMode::kNearest && dtype_ != DType::kFloat32 &&
         dtype_ != DType::kFloat64) {
       throw InputError(node_.label() + ": " +
@@ -296,40 +279,6 @@ class ResizeKernel final : public Kernel {
   }
 
  private:
-  // extrapolation_value in the tensor's own dtype (integers: rounded toward zero and saturated).
-  static uint64_t fill_bits(DType dtype, float v) {
-    uint64_t bits = 0;
-    auto store = [&]<typename T>(T value) { std::memcpy(&bits, &value, sizeof(T)); };
-    auto integer = [&]<typename T>() {
-      const double lo = static_cast<double>(std::numeric_limits<T>::min());
-      const double hi = static_cast<double>(std::numeric_limits<T>::max());
-      const double t = std::trunc(double{v});
-      if (std::isnan(t)) {
-        store(T{0});
-      } else if (t >= hi) {
-        store(std::numeric_limits<T>::max());
-      } else if (t <= lo) {
-        store(std::numeric_limits<T>::min());
-      } else {
-        store(static_cast<T>(t));
-      }
-    };
-    switch (dtype) {
-      case DType::kFloat32: store(v); break;
-      case DType::kFloat64: store(double{v}); break;
-      case DType::kFloat16: store(float_to_half(v)); break;
-      case DType::kBFloat16: store(float_to_bfloat16(v)); break;
-      case DType::kInt8: integer.operator()<int8_t>(); break;
-      case DType::kUInt8: integer.operator()<uint8_t>(); break;
-      case DType::kInt16: integer.operator()<int16_t>(); break;
-      case DType::kInt32: integer.operator()<int32_t>(); break;
-      case DType::kInt64: integer.operator()<int64_t>(); break;
-      case DType::kBool: store(static_cast<uint8_t>(v != 0.0f)); break;
-      default: break;
-    }
-    return bits;
-  }
-
   const Node& node_;
   ResizeAttributes attributes_;
   DType dtype_;

@@ -62,12 +62,6 @@ class NonZeroKernel final : public Kernel {
   Elem elem_;
 };
 
-int64_t product(const Shape& shape, int64_t begin, int64_t end) {
-  int64_t count = 1;
-  for (int64_t d = begin; d < end; ++d) count *= shape[static_cast<size_t>(d)];
-  return count;
-}
-
 // Positions along the sorted axis are int32 in the sort.
 constexpr int64_t kMaxSortedDim = std::numeric_limits<int32_t>::max();
 
@@ -100,8 +94,9 @@ class TopKKernel final : public Kernel {
     if (dim > kMaxSortedDim) {
       throw InputError(node_.label() + ": the CUDA TopK sorts axes of up to 2^31 - 1 elements");
     }
-    const int64_t outer = product(input.shape(), 0, axis);
-    const int64_t inner = product(input.shape(), axis + 1, input.rank());
+    const auto a = static_cast<size_t>(axis);
+    const int64_t outer = extent_of(input.shape(), 0, a);
+    const int64_t inner = extent_of(input.shape(), a + 1, input.shape().size());
     const int64_t items = outer * dim * inner;
     if (k == 0 || items == 0) return;
     const int64_t key_bytes = sort_key_bytes(elem_);
@@ -298,19 +293,14 @@ std::string unique_refusal(const Node& node, const Graph& graph) {
   return move_refusal(node, graph);
 }
 
-template <typename K>
-std::unique_ptr<Kernel> make(const KernelSpec& spec, CudaContext& context) {
-  return std::make_unique<K>(spec, context);
-}
-
 }  // namespace
 
 std::vector<CudaOp> data_dependent_ops() {
   return {
-      {"NonZero", move_refusal, make<NonZeroKernel>},
-      {"TopK", top_k_refusal, make<TopKKernel>},
-      {"NonMaxSuppression", move_refusal, make<NonMaxSuppressionKernel>},
-      {"Unique", unique_refusal, make<UniqueKernel>},
+      {"NonZero", move_refusal, make_kernel<NonZeroKernel>},
+      {"TopK", top_k_refusal, make_kernel<TopKKernel>},
+      {"NonMaxSuppression", move_refusal, make_kernel<NonMaxSuppressionKernel>},
+      {"Unique", unique_refusal, make_kernel<UniqueKernel>},
   };
 }
 

@@ -1,8 +1,6 @@
 // Kernels of NonZero, TopK, NonMaxSuppression and Unique (see data_dependent_launch.h). Sorts
 // are cub's stable radix sorts over integer keys that order like the values; cub's compaction
 // and scans do the rest.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <thrust/iterator/counting_iterator.h>
 
 #include <algorithm>
@@ -13,31 +11,10 @@
 #include <cub/device/device_select.cuh>
 
 #include "backends/cuda/data_dependent_launch.h"
+#include "backends/cuda/device_common.cuh"
 
 namespace tandem::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = int64_t{1} << 20;
-
-unsigned blocks_for(int64_t count) {
-  return static_cast<unsigned>(std::min<int64_t>((count + kThreads - 1) / kThreads, kMaxBlocks));
-}
-
-__device__ int64_t first_index() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
-
-template <typename Fn>
-void by_size(int elem_bytes, Fn&& fn) {
-  switch (elem_bytes) {
-    case 1: fn(uint8_t{}); break;
-    case 2: fn(uint16_t{}); break;
-    case 4: fn(uint32_t{}); break;
-    default: fn(uint64_t{}); break;
-  }
-}
 
 int elem_size(Elem elem) {
   switch (elem) {
@@ -48,21 +25,6 @@ int elem_size(Elem elem) {
     case Elem::kF16:
     case Elem::kBF16: return 2;
     default: return 1;
-  }
-}
-
-// Calls fn(T{}) with T the CUDA type of `elem` (uint8_t for bool).
-template <typename Fn>
-void by_elem(Elem elem, Fn&& fn) {
-  switch (elem) {
-    case Elem::kF32: fn(float{}); break;
-    case Elem::kF16: fn(__half{}); break;
-    case Elem::kBF16: fn(__nv_bfloat16{}); break;
-    case Elem::kF64: fn(double{}); break;
-    case Elem::kI64: fn(int64_t{}); break;
-    case Elem::kI32: fn(int32_t{}); break;
-    case Elem::kI8: fn(int8_t{}); break;
-    default: fn(uint8_t{}); break;
   }
 }
 

@@ -52,21 +52,6 @@ std::string operand_refusal(const Node& node, const Graph& graph) {
   return why;
 }
 
-Elem input_elem(const KernelSpec& spec, size_t index) {
-  return require_elem(spec.input_types[index].dtype, spec.node);
-}
-
-bool has_input(const Node& node, size_t index) {
-  return index < node.inputs.size() && node.inputs[index] >= 0;
-}
-
-void copy_tensor(const Tensor& from, const Tensor& to, CudaContext& context) {
-  if (to.nbytes() == 0) return;
-  check(cudaMemcpyAsync(to.raw(), from.raw(), to.nbytes(), cudaMemcpyDeviceToDevice,
-                        context.stream()),
-        "cudaMemcpyAsync");
-}
-
 // out = op(a, b) with a and b read through their broadcast views of out.
 void broadcast_binary(BinaryOp op, Elem elem, const Tensor& a, const Tensor& b, const Tensor& out,
                       CudaContext& context) {
@@ -186,13 +171,9 @@ class PowKernel final : public Kernel {
   std::optional<UnaryOp> by_unary_;
 };
 
-std::unique_ptr<Kernel> make_pow(const KernelSpec& spec, CudaContext& context) {
-  return std::make_unique<PowKernel>(spec, context);
-}
-
 class WhereKernel final : public Kernel {
  public:
-  explicit WhereKernel(CudaContext& context) : context_(context) {}
+  WhereKernel(const KernelSpec&, CudaContext& context) : context_(context) {}
 
   void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override {
     const Tensor& out = outputs[0];
@@ -206,10 +187,6 @@ class WhereKernel final : public Kernel {
  private:
   CudaContext& context_;
 };
-
-std::unique_ptr<Kernel> make_where(const KernelSpec&, CudaContext& context) {
-  return std::make_unique<WhereKernel>(context);
-}
 
 // ---- Unary ops ----
 
@@ -323,10 +300,6 @@ class ClipKernel final : public Kernel {
   std::array<Bound, 2> bounds_;
 };
 
-std::unique_ptr<Kernel> make_clip(const KernelSpec& spec, CudaContext& context) {
-  return std::make_unique<ClipKernel>(spec, context);
-}
-
 // ---- Cast, CastLike, Dropout ----
 
 class CastKernel final : public Kernel {
@@ -362,7 +335,7 @@ std::unique_ptr<Kernel> make_cast(const KernelSpec& spec, CudaContext& context) 
 // Inference: output 0 is the input; the optional mask (output 1) keeps every element.
 class DropoutKernel final : public Kernel {
  public:
-  explicit DropoutKernel(CudaContext& context) : context_(context) {}
+  DropoutKernel(const KernelSpec&, CudaContext& context) : context_(context) {}
 
   void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override {
     copy_tensor(inputs[0], outputs[0], context_);
@@ -375,10 +348,6 @@ class DropoutKernel final : public Kernel {
  private:
   CudaContext& context_;
 };
-
-std::unique_ptr<Kernel> make_dropout(const KernelSpec&, CudaContext& context) {
-  return std::make_unique<DropoutKernel>(context);
-}
 
 // The schema refuses a constant training_mode of true; one known only at run time could turn
 // training on, which the kernel cannot do.
@@ -405,7 +374,7 @@ std::vector<CudaOp> elementwise_ops() {
       {"Mul", kNumbers, &make_binary<BinaryOp::kMul>},
       {"Div", kNumbers, &make_binary<BinaryOp::kDiv>},
       {"Mod", kNumbers, &make_mod},
-      {"Pow", kNumbers, &make_pow},
+      {"Pow", kNumbers, &make_kernel<PowKernel>},
       {"PRelu", kSigned, &make_binary<BinaryOp::kPRelu>},
       {"Equal", kAny, &make_binary<BinaryOp::kEqual>},
       {"Less", kNumbers, &make_binary<BinaryOp::kLess>},
@@ -419,7 +388,7 @@ std::vector<CudaOp> elementwise_ops() {
       {"Min", kNumbers, &make_variadic<BinaryOp::kMin>},
       {"Sum", kFloats, &make_variadic<BinaryOp::kAdd>},
       {"Mean", kFloats, &make_variadic<BinaryOp::kAdd, true>},
-      {"Where", &operand_refusal<Operands::kAny, 1>, &make_where},
+      {"Where", &operand_refusal<Operands::kAny, 1>, &make_kernel<WhereKernel>},
       {"Neg", kSigned, &make_unary<UnaryOp::kNeg>},
       {"Abs", kNumbers, &make_unary<UnaryOp::kAbs>},
       {"Sign", kNumbers, &make_unary<UnaryOp::kSign>},
@@ -448,10 +417,10 @@ std::vector<CudaOp> elementwise_ops() {
       {"HardSigmoid", kFloats, &make_unary<UnaryOp::kHardSigmoid>},
       {"HardSwish", kFloats, &make_unary<UnaryOp::kHardSwish>},
       {"Gelu", kFloats, &make_gelu},
-      {"Clip", kNumbers, &make_clip},
+      {"Clip", kNumbers, &make_kernel<ClipKernel>},
       {"Cast", kAny, &make_cast},
       {"CastLike", kAny, &make_cast},
-      {"Dropout", &dropout_refusal, &make_dropout},
+      {"Dropout", &dropout_refusal, &make_kernel<DropoutKernel>},
   };
 }
 

@@ -2,10 +2,6 @@
 // activations, Clip and Cast. Scalar semantics follow the CPU backend
 // (ir/ops/elementwise_scalar.h, backends/cpu/elementwise*.cpp); float16 and bfloat16 compute in
 // float32.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -14,92 +10,20 @@
 #include <string>
 #include <type_traits>
 
+#include "backends/cuda/device_common.cuh"
 #include "backends/cuda/elementwise_launch.h"
 
 namespace tandem::cuda {
 namespace {
-
-using Half = __half;
-using BFloat = __nv_bfloat16;
-
-// ---- Element types ----
-
-template <typename T>
-struct Tag {
-  using type = T;
-};
-
-// Calls fn(Tag<T>{}) with T the storage type of `elem`.
-template <typename Fn>
-void dispatch(Elem elem, Fn&& fn) {
-  switch (elem) {
-    case Elem::kF32: return fn(Tag<float>{});
-    case Elem::kF16: return fn(Tag<Half>{});
-    case Elem::kBF16: return fn(Tag<BFloat>{});
-    case Elem::kF64: return fn(Tag<double>{});
-    case Elem::kI64: return fn(Tag<int64_t>{});
-    case Elem::kI32: return fn(Tag<int32_t>{});
-    case Elem::kI8: return fn(Tag<int8_t>{});
-    case Elem::kU8: return fn(Tag<uint8_t>{});
-    case Elem::kBool: return fn(Tag<bool>{});
-  }
-  throw std::invalid_argument("unknown CUDA element type");
-}
 
 [[noreturn]] void unsupported(const char* what) {
   throw std::invalid_argument(std::string("no CUDA elementwise kernel for ") + what);
 }
 
 template <typename T>
-inline constexpr bool kIsFloat = std::is_same_v<T, float> || std::is_same_v<T, double> ||
-                                 std::is_same_v<T, Half> || std::is_same_v<T, BFloat>;
-template <typename T>
-inline constexpr bool kIsBool = std::is_same_v<T, bool>;
-template <typename T>
-inline constexpr bool kIsInteger = std::is_integral_v<T> && !kIsBool<T>;
-template <typename T>
 inline constexpr bool kIsNumber = kIsFloat<T> || kIsInteger<T>;
 template <typename T>
 inline constexpr bool kIsSigned = kIsFloat<T> || (kIsInteger<T> && std::is_signed_v<T>);
-
-// The type an element computes in: float for the 16-bit floats, else itself.
-template <typename T>
-struct ComputeOf {
-  using type = T;
-};
-template <>
-struct ComputeOf<Half> {
-  using type = float;
-};
-template <>
-struct ComputeOf<BFloat> {
-  using type = float;
-};
-template <typename T>
-using Compute = typename ComputeOf<T>::type;
-
-template <typename T>
-__device__ Compute<T> widen(T x) {
-  if constexpr (std::is_same_v<T, Half>) {
-    return __half2float(x);
-  } else if constexpr (std::is_same_v<T, BFloat>) {
-    return __bfloat162float(x);
-  } else {
-    return x;
-  }
-}
-
-// A computed value stored as T (16-bit floats round to nearest even).
-template <typename T, typename V>
-__device__ T narrow(V x) {
-  if constexpr (std::is_same_v<T, Half>) {
-    return __float2half_rn(static_cast<float>(x));
-  } else if constexpr (std::is_same_v<T, BFloat>) {
-    return __float2bfloat16_rn(static_cast<float>(x));
-  } else {
-    return static_cast<T>(x);
-  }
-}
 
 // ---- Scalar math, by compute type ----
 
@@ -132,34 +56,7 @@ __device__ double abs_of(double x) { return fabs(x); }
 __device__ float fmod_of(float a, float b) { return fmodf(a, b); }
 __device__ double fmod_of(double a, double b) { return fmod(a, b); }
 
-// Integer arithmetic wraps around, as on the CPU backend (signed overflow is undefined).
-template <typename C>
-__device__ C wrap_add(C a, C b) {
-  if constexpr (kIsInteger<C>) {
-    using U = std::make_unsigned_t<C>;
-    return static_cast<C>(static_cast<U>(a) + static_cast<U>(b));
-  } else {
-    return a + b;
-  }
-}
-template <typename C>
-__device__ C wrap_sub(C a, C b) {
-  if constexpr (kIsInteger<C>) {
-    using U = std::make_unsigned_t<C>;
-    return static_cast<C>(static_cast<U>(a) - static_cast<U>(b));
-  } else {
-    return a - b;
-  }
-}
-template <typename C>
-__device__ C wrap_mul(C a, C b) {
-  if constexpr (kIsInteger<C>) {
-    using U = std::conditional_t<sizeof(C) <= 4, uint32_t, uint64_t>;
-    return static_cast<C>(static_cast<U>(a) * static_cast<U>(b));
-  } else {
-    return a * b;
-  }
-}
+// -x, wrapping for integers.
 template <typename C>
 __device__ C negate(C x) {
   if constexpr (kIsInteger<C>) {
@@ -274,23 +171,6 @@ __device__ void locate(const View<Index, N>& view, Index i, Index (&offset)[N]) 
   for (int k = 0; k < N; ++k) offset[k] += i * view.stride[k][0];
 }
 
-constexpr int kThreads = 256;
-
-// Blocks for a grid-stride loop over `count` elements.
-unsigned blocks_for(int64_t count) {
-  constexpr int64_t kMaxBlocks = int64_t{1} << 20;
-  return static_cast<unsigned>(std::min((count + kThreads - 1) / kThreads, kMaxBlocks));
-}
-
-template <typename Index>
-__device__ Index first_index() {
-  return static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-template <typename Index>
-__device__ Index grid_step() {
-  return static_cast<Index>(gridDim.x) * blockDim.x;
-}
-
 // Calls launch(view, count) in 32-bit indices where they suffice (cheaper division).
 template <int N, typename Launch>
 void with_view(const Plan<N>& plan, Launch&& launch) {
@@ -301,36 +181,44 @@ void with_view(const Plan<N>& plan, Launch&& launch) {
   }
 }
 
-// ---- Binary ops ----
+// ---- Op traits ----
 
-struct AddOp {
-  static constexpr bool kLogical = false;
+// Which element types an op's kernel is built for, and whether it writes bool (comparisons,
+// logic, tests) rather than its operands' type.
+enum class Takes { kAny, kNumbers, kSigned, kIntegers, kFloats, kBool };
+
+template <Takes kTakes, bool kLogicalResult = false>
+struct OpTraits {
+  static constexpr bool kLogical = kLogicalResult;
   template <typename T>
   static constexpr bool accepts() {
-    return kIsNumber<T>;
+    switch (kTakes) {
+      case Takes::kAny: return true;
+      case Takes::kNumbers: return kIsNumber<T>;
+      case Takes::kSigned: return kIsSigned<T>;
+      case Takes::kIntegers: return kIsInteger<T>;
+      case Takes::kFloats: return kIsFloat<T>;
+      case Takes::kBool: return kIsBool<T>;
+    }
+    return false;
   }
+};
+
+// ---- Binary ops ----
+
+struct AddOp : OpTraits<Takes::kNumbers> {
   template <typename C>
   __device__ C operator()(C a, C b) const {
     return wrap_add(a, b);
   }
 };
-struct SubOp {
-  static constexpr bool kLogical = false;
-  template <typename T>
-  static constexpr bool accepts() {
-    return kIsNumber<T>;
-  }
+struct SubOp : OpTraits<Takes::kNumbers> {
   template <typename C>
   __device__ C operator()(C a, C b) const {
     return wrap_sub(a, b);
   }
 };
-struct MulOp {
-  static constexpr bool kLogical = false;
-  template <typename T>
-  static constexpr bool accepts() {
-    return kIsNumber<T>;
-  }
+struct MulOp : OpTraits<Takes::kNumbers> {
   template <typename C>
   __device__ C operator()(C a, C b) const {
     return wrap_mul(a, b);
@@ -339,12 +227,7 @@ struct MulOp {
 
 // Integer division truncates toward zero. A zero divisor gives 0: the CPU backend reports it as
 // an error before computing, which a kernel cannot do without a round trip to the host.
-struct DivOp {
-  static constexpr bool kLogical = false;
-  template <typename T>
-  static constexpr bool accepts() {
-    return kIsNumber<T>;
-  }
+struct DivOp : OpTraits<Takes::kNumbers> {
   template <typename C>
   __device__ C operator()(C a, C b) const {
     if constexpr (kIsInteger<C>) {
@@ -360,12 +243,7 @@ struct DivOp {
 };
 
 // As C's fmod and %; an integer zero divisor gives 0 (see DivOp).
-struct TruncModOp {
-  static constexpr bool kLogical = false;
-  template <typename T>
-  static constexpr bool accepts() {
-    return kIsNumber<T>;
-  }
+struct TruncModOp : OpTraits<Takes::kNumbers> {
   template <typename C>
   __device__ C operator()(C a, C b) const {
     if constexpr (kIsInteger<C>) {
@@ -381,12 +259,7 @@ struct TruncModOp {
 };
 
 // The remainder takes the divisor's sign; an integer zero divisor gives 0 (see DivOp).
-struct FloorModOp {
-  static constexpr bool kLogical = false;
-  template <typename T>
-  static constexpr bool accepts() {
-    return kIsInteger<T>;
-  }
+struct FloorModOp : OpTraits<Takes::kIntegers> {
   template <typename C>
   __device__ C operator()(C a, C b) const {
     if (b == 0) return C{0};
@@ -400,118 +273,63 @@ struct FloorModOp {
   }
 };
 
-struct MaxOp {
-  static constexpr bool kLogical = false;
-  template <typename T>
-  static constexpr bool accepts() {
-    return kIsNumber<T>;
-  }
+struct MaxOp : OpTraits<Takes::kNumbers> {
   template <typename C>
   __device__ C operator()(C a, C b) const {
     return (b > a || b != b) ? b : a;
   }
 };
-struct MinOp {
-  static constexpr bool kLogical = false;
-  template <typename T>
-  static constexpr bool accepts() {
-    return kIsNumber<T>;
-  }
+struct MinOp : OpTraits<Takes::kNumbers> {
   template <typename C>
   __device__ C operator()(C a, C b) const {
     return (b < a || b != b) ? b : a;
   }
 };
 
-struct PReluOp {
-  static constexpr bool kLogical = false;
-  template <typename T>
-  static constexpr bool accepts() {
-    return kIsSigned<T>;
-  }
+struct PReluOp : OpTraits<Takes::kSigned> {
   template <typename C>
   __device__ C operator()(C x, C slope) const {
     return x < 0 ? wrap_mul(slope, x) : x;
   }
 };
 
-struct EqualOp {
-  static constexpr bool kLogical = true;
-  template <typename T>
-  static constexpr bool accepts() {
-    return true;
-  }
+struct EqualOp : OpTraits<Takes::kAny, true> {
   template <typename C>
   __device__ bool operator()(C a, C b) const {
     return a == b;
   }
 };
-struct LessOp {
-  static constexpr bool kLogical = true;
-  template <typename T>
-  static constexpr bool accepts() {
-    return kIsNumber<T>;
-  }
+struct LessOp : OpTraits<Takes::kNumbers, true> {
   template <typename C>
   __device__ bool operator()(C a, C b) const {
     return a < b;
   }
 };
-struct LessOrEqualOp {
-  static constexpr bool kLogical = true;
-  template <typename T>
-  static constexpr bool accepts() {
-    return kIsNumber<T>;
-  }
+struct LessOrEqualOp : OpTraits<Takes::kNumbers, true> {
   template <typename C>
   __device__ bool operator()(C a, C b) const {
     return a <= b;
   }
 };
-struct GreaterOp {
-  static constexpr bool kLogical = true;
-  template <typename T>
-  static constexpr bool accepts() {
-    return kIsNumber<T>;
-  }
+struct GreaterOp : OpTraits<Takes::kNumbers, true> {
   template <typename C>
   __device__ bool operator()(C a, C b) const {
     return a > b;
   }
 };
-struct GreaterOrEqualOp {
-  static constexpr bool kLogical = true;
-  template <typename T>
-  static constexpr bool accepts() {
-    return kIsNumber<T>;
-  }
+struct GreaterOrEqualOp : OpTraits<Takes::kNumbers, true> {
   template <typename C>
   __device__ bool operator()(C a, C b) const {
     return a >= b;
   }
 };
-struct AndOp {
-  static constexpr bool kLogical = true;
-  template <typename T>
-  static constexpr bool accepts() {
-    return kIsBool<T>;
-  }
+struct AndOp : OpTraits<Takes::kBool, true> {
   __device__ bool operator()(bool a, bool b) const { return a && b; }
 };
-struct OrOp {
-  static constexpr bool kLogical = true;
-  template <typename T>
-  static constexpr bool accepts() {
-    return kIsBool<T>;
-  }
+struct OrOp : OpTraits<Takes::kBool, true> {
   __device__ bool operator()(bool a, bool b) const { return a || b; }
 };
-struct XorOp {
-  static constexpr bool kLogical = true;
-  template <typename T>
-  static constexpr bool accepts() {
-    return kIsBool<T>;
-  }
+struct XorOp : OpTraits<Takes::kBool, true> {
   __device__ bool operator()(bool a, bool b) const { return a != b; }
 };
 
@@ -522,7 +340,7 @@ using OutOf = std::conditional_t<Op::kLogical, bool, T>;
 template <typename Op, typename T, typename Index>
 __global__ void binary_kernel(Op op, const T* a, const T* b, OutOf<Op, T>* out, View<Index, 2> view,
                               Index count) {
-  for (Index i = first_index<Index>(); i < count; i += grid_step<Index>()) {
+  for (Index i = first_index<Index>(); i < count; i += grid_stride<Index>()) {
     Index at[2];
     locate(view, i, at);
     out[i] = narrow<OutOf<Op, T>>(op(widen(a[at[0]]), widen(b[at[1]])));
@@ -550,30 +368,14 @@ void run_binary(Op op, Elem elem, const void* a, const Dims& a_view, const void*
 
 // ---- Pow ----
 
-// The exponent as double, whatever its type (a uniform branch per element).
-template <typename Index>
-__device__ double load_as_double(const void* data, Elem elem, Index i) {
-  switch (elem) {
-    case Elem::kF32: return static_cast<const float*>(data)[i];
-    case Elem::kF16: return __half2float(static_cast<const Half*>(data)[i]);
-    case Elem::kBF16: return __bfloat162float(static_cast<const BFloat*>(data)[i]);
-    case Elem::kF64: return static_cast<const double*>(data)[i];
-    case Elem::kI64: return static_cast<double>(static_cast<const int64_t*>(data)[i]);
-    case Elem::kI32: return static_cast<const int32_t*>(data)[i];
-    case Elem::kI8: return static_cast<const int8_t*>(data)[i];
-    case Elem::kU8: return static_cast<const uint8_t*>(data)[i];
-    case Elem::kBool: return static_cast<const bool*>(data)[i];
-  }
-  return 0;
-}
-
 template <typename T, typename Index>
 __global__ void pow_kernel(const T* base, const void* exponent, Elem exponent_elem, T* out,
                            View<Index, 2> view, Index count) {
-  for (Index i = first_index<Index>(); i < count; i += grid_step<Index>()) {
+  for (Index i = first_index<Index>(); i < count; i += grid_stride<Index>()) {
     Index at[2];
     locate(view, i, at);
-    const double e = load_as_double(exponent, exponent_elem, at[1]);
+    // The exponent as double, whatever its type.
+    const double e = load_as<double>(exponent, exponent_elem, at[1]);
     if constexpr (std::is_same_v<T, float>) {
       out[i] = exponent_elem == Elem::kF32
                    ? powf(base[at[0]], static_cast<float>(e))
@@ -591,7 +393,7 @@ __global__ void pow_kernel(const T* base, const void* exponent, Elem exponent_el
 template <typename T, typename Index>
 __global__ void where_kernel(const bool* condition, const T* x, const T* y, T* out,
                              View<Index, 3> view, Index count) {
-  for (Index i = first_index<Index>(); i < count; i += grid_step<Index>()) {
+  for (Index i = first_index<Index>(); i < count; i += grid_stride<Index>()) {
     Index at[3];
     locate(view, i, at);
     out[i] = condition[at[0]] ? x[at[1]] : y[at[2]];
@@ -600,31 +402,15 @@ __global__ void where_kernel(const bool* condition, const T* x, const T* y, T* o
 
 // ---- Unary ops ----
 
-struct FloatUnary {
-  static constexpr bool kLogical = false;
-  template <typename T>
-  static constexpr bool accepts() {
-    return kIsFloat<T>;
-  }
-};
+using FloatUnary = OpTraits<Takes::kFloats>;
 
-struct NegOp {
-  static constexpr bool kLogical = false;
-  template <typename T>
-  static constexpr bool accepts() {
-    return kIsSigned<T>;
-  }
+struct NegOp : OpTraits<Takes::kSigned> {
   template <typename C>
   __device__ C operator()(C x) const {
     return negate(x);
   }
 };
-struct AbsOp {
-  static constexpr bool kLogical = false;
-  template <typename T>
-  static constexpr bool accepts() {
-    return kIsNumber<T>;
-  }
+struct AbsOp : OpTraits<Takes::kNumbers> {
   template <typename C>
   __device__ C operator()(C x) const {
     if constexpr (kIsFloat<C>) {
@@ -637,12 +423,7 @@ struct AbsOp {
   }
 };
 // Keeps 0 and NaN.
-struct SignOp {
-  static constexpr bool kLogical = false;
-  template <typename T>
-  static constexpr bool accepts() {
-    return kIsNumber<T>;
-  }
+struct SignOp : OpTraits<Takes::kNumbers> {
   template <typename C>
   __device__ C operator()(C x) const {
     if constexpr (std::is_unsigned_v<C>) {
@@ -652,31 +433,16 @@ struct SignOp {
     }
   }
 };
-struct ReluOp {
-  static constexpr bool kLogical = false;
-  template <typename T>
-  static constexpr bool accepts() {
-    return kIsSigned<T>;
-  }
+struct ReluOp : OpTraits<Takes::kSigned> {
   template <typename C>
   __device__ C operator()(C x) const {
     return x < 0 ? C{0} : x;  // keeps NaN
   }
 };
-struct NotOp {
-  static constexpr bool kLogical = true;
-  template <typename T>
-  static constexpr bool accepts() {
-    return kIsBool<T>;
-  }
+struct NotOp : OpTraits<Takes::kBool, true> {
   __device__ bool operator()(bool x) const { return !x; }
 };
-struct IsInfOp {
-  static constexpr bool kLogical = true;
-  template <typename T>
-  static constexpr bool accepts() {
-    return kIsFloat<T>;
-  }
+struct IsInfOp : OpTraits<Takes::kFloats, true> {
   bool negative;
   bool positive;
   template <typename C>
@@ -685,12 +451,7 @@ struct IsInfOp {
     return (positive && x == inf) || (negative && x == -inf);
   }
 };
-struct IsNaNOp {
-  static constexpr bool kLogical = true;
-  template <typename T>
-  static constexpr bool accepts() {
-    return kIsFloat<T>;
-  }
+struct IsNaNOp : OpTraits<Takes::kFloats, true> {
   template <typename C>
   __device__ bool operator()(C x) const {
     return x != x;
@@ -869,7 +630,7 @@ struct DivideOp : FloatUnary {
 
 template <typename Op, typename T>
 __global__ void unary_kernel(Op op, const T* in, OutOf<Op, T>* out, int64_t count) {
-  for (int64_t i = first_index<int64_t>(); i < count; i += grid_step<int64_t>()) {
+  for (int64_t i = first_index(); i < count; i += grid_stride()) {
     out[i] = narrow<OutOf<Op, T>>(op(widen(in[i])));
   }
 }
@@ -923,7 +684,7 @@ template <typename T>
 __global__ void clip_kernel(const T* in, T* out, int64_t count, T low, T high) {
   const Compute<T> lo = widen(low);
   const Compute<T> hi = widen(high);
-  for (int64_t i = first_index<int64_t>(); i < count; i += grid_step<int64_t>()) {
+  for (int64_t i = first_index(); i < count; i += grid_stride()) {
     const Compute<T> x = widen(in[i]);
     out[i] = x < lo ? low : (x > hi ? high : in[i]);
   }
@@ -933,7 +694,7 @@ __global__ void clip_kernel(const T* in, T* out, int64_t count, T low, T high) {
 
 template <typename From, typename To>
 __global__ void cast_kernel(const From* in, To* out, int64_t count) {
-  for (int64_t i = first_index<int64_t>(); i < count; i += grid_step<int64_t>()) {
+  for (int64_t i = first_index(); i < count; i += grid_stride()) {
     out[i] = convert<To>(in[i]);
   }
 }
@@ -1017,7 +778,7 @@ void launch_unary(UnaryOp op, Elem elem, const void* in, void* out, int64_t coun
     case UnaryOp::kSign: return run(SignOp{});
     case UnaryOp::kRelu: return run(ReluOp{});
     case UnaryOp::kNot: return run(NotOp{});
-    case UnaryOp::kIsInf: return run(IsInfOp{params.detect_negative, params.detect_positive});
+    case UnaryOp::kIsInf: return run(IsInfOp{{}, params.detect_negative, params.detect_positive});
     case UnaryOp::kIsNaN: return run(IsNaNOp{});
     case UnaryOp::kReciprocal: return run(ReciprocalOp{});
     case UnaryOp::kSqrt: return run(SqrtOp{});

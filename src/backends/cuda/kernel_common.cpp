@@ -1,5 +1,6 @@
 #include "backends/cuda/kernel_common.h"
 
+#include "backends/cuda/cuda_context.h"
 #include "ir/error.h"
 
 namespace tandem::cuda {
@@ -22,6 +23,30 @@ std::optional<Elem> elem_of(DType dtype) {
 Elem require_elem(DType dtype, const Node& node) {
   if (const auto elem = elem_of(dtype)) return *elem;
   throw InputError(node.label() + ": no CUDA kernel for " + std::string(dtype_name(dtype)));
+}
+
+Elem input_elem(const KernelSpec& spec, size_t index) {
+  return require_elem(spec.input_types[index].dtype, spec.node);
+}
+
+bool has_input(const Node& node, size_t index) {
+  return index < node.inputs.size() && node.inputs[index] >= 0;
+}
+
+int64_t extent_of(const Shape& shape, size_t first, size_t end) {
+  int64_t count = 1;
+  for (size_t d = first; d < end; ++d) count *= shape[d];
+  return count;
+}
+
+void copy_device(CudaContext& context, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, context.stream()),
+        "cudaMemcpyAsync");
+}
+
+void copy_tensor(const Tensor& from, const Tensor& to, CudaContext& context) {
+  copy_device(context, to.raw(), from.raw(), to.nbytes());
 }
 
 Dims contiguous(const Shape& shape) {

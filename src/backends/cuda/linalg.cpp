@@ -73,6 +73,24 @@ DnnTensor make_dnn_tensor(DType dtype, int64_t n, int64_t c, int64_t h, int64_t 
   return owned;
 }
 
+bool fits_dnn(int64_t n, int64_t c, int64_t h, int64_t w) {
+  return n <= kMaxDnnValue && c <= kMaxDnnValue && h <= kMaxDnnValue && w <= kMaxDnnValue &&
+         n * c <= kMaxDnnValue && n * c * h <= kMaxDnnValue && n * c * h * w <= kMaxDnnValue;
+}
+
+std::vector<int64_t> shape_key(std::initializer_list<const Shape*> shapes) {
+  std::vector<int64_t> key;
+  for (const Shape* shape : shapes) {
+    if (!shape) {
+      key.push_back(-1);
+      continue;
+    }
+    key.push_back(static_cast<int64_t>(shape->size()));
+    key.insert(key.end(), shape->begin(), shape->end());
+  }
+  return key;
+}
+
 std::vector<CudaOp> linalg_ops() {
   std::vector<CudaOp> ops = matmul_ops();
   for (auto* family : {conv_ops, pool_ops}) {

@@ -1,59 +1,21 @@
 // The linalg family's own kernels: epilogues, Gemm's C broadcast, plane copies and pools.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <cfloat>
 #include <cstdint>
+#include <type_traits>
 
+#include "backends/cuda/device_common.cuh"
 #include "backends/cuda/linalg_launch.h"
 
 namespace tandem::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-
-// Blocks for one thread per element with grid-stride loops.
-unsigned blocks_for(int64_t count) {
-  const int64_t blocks = (count + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
-}
-
-// The type an element type computes in, and the conversions to and from it.
+// The type a linalg kernel computes in: float, double for float64 (integer pools too).
 template <typename T>
-struct Compute {
-  using type = float;
-};
-template <>
-struct Compute<double> {
-  using type = double;
-};
-template <typename T>
-using ComputeT = typename Compute<T>::type;
+using ComputeT = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 template <typename T>
 __device__ __forceinline__ ComputeT<T> load(const T* p) {
-  return static_cast<ComputeT<T>>(*p);
-}
-template <>
-__device__ __forceinline__ float load(const __half* p) {
-  return __half2float(*p);
-}
-template <>
-__device__ __forceinline__ float load(const __nv_bfloat16* p) {
-  return __bfloat162float(*p);
-}
-
-template <typename T>
-__device__ __forceinline__ T store(ComputeT<T> v) {
-  return static_cast<T>(v);
-}
-template <>
-__device__ __forceinline__ __half store(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 store(float v) {
-  return __float2bfloat16_rn(v);
+  return static_cast<ComputeT<T>>(widen(*p));
 }
 
 // The most negative finite value of T, in T's compute type: what a maximum over no input
@@ -84,11 +46,6 @@ template <>
 __device__ __forceinline__ float lowest<uint8_t>() {
   return 0.0f;
 }
-
-template <typename T>
-struct Tag {
-  using type = T;
-};
 
 // Calls f(Tag<T>{}) for the element types of `elem` that carry floating-point data; returns
 // false for the others.
@@ -131,12 +88,11 @@ __device__ __forceinline__ A activate(A x, const Activation& act) {
 template <typename T>
 __global__ void epilogue_kernel(T* data, const T* bias, const T* residual, int64_t count,
                                 int64_t channels, int64_t inner, Activation act) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
-       i += int64_t{gridDim.x} * blockDim.x) {
+  for (int64_t i = first_index(); i < count; i += grid_stride()) {
     ComputeT<T> v = load(data + i);
     if (bias) v += load(bias + (i / inner) % channels);
     if (residual) v += load(residual + i);
-    data[i] = store<T>(activate(v, act));
+    data[i] = narrow<T>(activate(v, act));
   }
 }
 
@@ -144,18 +100,16 @@ template <typename T>
 __global__ void broadcast_matrix_kernel(const T* c, int64_t row_stride, int64_t col_stride,
                                         ComputeT<T> scale, T* out, int64_t rows, int64_t cols) {
   const int64_t count = rows * cols;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
-       i += int64_t{gridDim.x} * blockDim.x) {
+  for (int64_t i = first_index(); i < count; i += grid_stride()) {
     const int64_t row = i / cols, col = i % cols;
-    out[i] = store<T>(scale * load(c + row * row_stride + col * col_stride));
+    out[i] = narrow<T>(scale * load(c + row * row_stride + col * col_stride));
   }
 }
 
 template <typename T>
 __global__ void copy_planes_kernel(const T* in, T* out, PlaneCopy copy) {
   const int64_t count = copy.planes * copy.out_h * copy.out_w;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
-       i += int64_t{gridDim.x} * blockDim.x) {
+  for (int64_t i = first_index(); i < count; i += grid_stride()) {
     const int64_t x = i % copy.out_w;
     const int64_t y = (i / copy.out_w) % copy.out_h;
     const int64_t plane = i / (copy.out_w * copy.out_h);
@@ -171,8 +125,7 @@ __global__ void pool_kernel(const T* in, T* out, int64_t planes, PoolWindow w, P
   const int64_t in_plane = w.in[0] * w.in[1] * w.in[2];
   const int64_t count = planes * out_plane;
   using A = ComputeT<T>;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
-       i += int64_t{gridDim.x} * blockDim.x) {
+  for (int64_t i = first_index(); i < count; i += grid_stride()) {
     const int64_t ow = i % w.out[2];
     const int64_t oh = (i / w.out[2]) % w.out[1];
     const int64_t od = (i / (w.out[2] * w.out[1])) % w.out[0];
@@ -199,7 +152,7 @@ __global__ void pool_kernel(const T* in, T* out, int64_t planes, PoolWindow w, P
       }
     }
     if (kind == PoolKind::kMax) {
-      out[i] = store<T>(best);
+      out[i] = narrow<T>(best);
       continue;
     }
     int64_t divisor = taps;
@@ -215,7 +168,7 @@ __global__ void pool_kernel(const T* in, T* out, int64_t planes, PoolWindow w, P
         divisor *= inside;
       }
     }
-    out[i] = store<T>(divisor > 0 ? sum / static_cast<A>(divisor) : A(0));
+    out[i] = narrow<T>(divisor > 0 ? sum / static_cast<A>(divisor) : A(0));
   }
 }
 
@@ -249,7 +202,7 @@ __global__ void global_pool_kernel(const T* in, T* out, int64_t planes, int64_t 
         v = combine(v, __shfl_down_sync(0xffffffffu, v, offset), is_max);
       }
       if (lane == 0) {
-        out[plane] = store<T>(is_max || plane_size == 0 ? v : v / static_cast<A>(plane_size));
+        out[plane] = narrow<T>(is_max || plane_size == 0 ? v : v / static_cast<A>(plane_size));
       }
     }
     __syncthreads();  // `partial` is reused by the next plane
@@ -286,25 +239,11 @@ void launch_copy_planes(int element_bytes, const void* in, void* out, const Plan
                         cudaStream_t stream) {
   const int64_t count = copy.planes * copy.out_h * copy.out_w;
   if (count <= 0) return;
-  const unsigned blocks = blocks_for(count);
-  switch (element_bytes) {
-    case 1:
-      copy_planes_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const uint8_t*>(in),
-                                                          static_cast<uint8_t*>(out), copy);
-      break;
-    case 2:
-      copy_planes_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const uint16_t*>(in),
-                                                          static_cast<uint16_t*>(out), copy);
-      break;
-    case 4:
-      copy_planes_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const uint32_t*>(in),
-                                                          static_cast<uint32_t*>(out), copy);
-      break;
-    default:
-      copy_planes_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const uint64_t*>(in),
-                                                          static_cast<uint64_t*>(out), copy);
-      break;
-  }
+  by_size(element_bytes, [&](auto tag) {
+    using T = decltype(tag);
+    copy_planes_kernel<<<blocks_for(count), kThreads, 0, stream>>>(static_cast<const T*>(in),
+                                                                   static_cast<T*>(out), copy);
+  });
 }
 
 void launch_pool(Elem elem, PoolKind kind, const void* in, void* out, int64_t planes,

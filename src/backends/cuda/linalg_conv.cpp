@@ -21,44 +21,27 @@
 namespace tandem::cuda {
 namespace {
 
-using DnnFilter = DnnPtr<cudnnFilterDescriptor_t, cudnnDestroyFilterDescriptor>;
-using DnnConvolution = DnnPtr<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;
-using DnnActivation = DnnPtr<cudnnActivationDescriptor_t, cudnnDestroyActivationDescriptor>;
+using DnnFilter = OwnedHandle<cudnnFilterDescriptor_t, cudnnDestroyFilterDescriptor>;
+using DnnConvolution = OwnedHandle<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;
+using DnnActivation = OwnedHandle<cudnnActivationDescriptor_t, cudnnDestroyActivationDescriptor>;
 
 // Workspace an algorithm may ask for; those that want more are passed over.
 constexpr size_t kMaxWorkspaceBytes = size_t{512} << 20;
 
-// A Conv as a 2-D convolution: weights [out_channels, channels / groups, kernel_h, kernel_w].
-struct Conv2d {
-  int64_t batch = 0, channels = 0, in_h = 0, in_w = 0;
-  int64_t out_channels = 0, kernel_h = 0, kernel_w = 0;
-  int64_t out_h = 0, out_w = 0;
+// A Conv's or ConvTranspose's window over cuDNN's two spatial axes (1-D ones have height 1).
+struct Window2d {
+  int64_t in_h = 0, in_w = 0, kernel_h = 0, kernel_w = 0, out_h = 0, out_w = 0;
   int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
   int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
-  int64_t groups = 1;
-
-  std::string describe() const {
-    const auto s = [](int64_t v) { return std::to_string(v); };
-    return s(batch) + "x" + s(channels) + "x" + s(in_h) + "x" + s(in_w) + " by " + s(out_channels) +
-           "x" + s(channels / groups) + "x" + s(kernel_h) + "x" + s(kernel_w) + ", groups " +
-           s(groups) + ", strides " + s(stride_h) + "," + s(stride_w) + ", dilations " +
-           s(dilation_h) + "," + s(dilation_w) + ", pads " + s(pad_top) + "," + s(pad_left) + "," +
-           s(pad_bottom) + "," + s(pad_right);
-  }
 };
 
-Conv2d conv_geometry(const Node& node, const Shape& x, const Shape& w) {
-  const std::vector<int64_t> spatial(x.begin() + 2, x.end());
-  const std::vector<int64_t> kernel(w.begin() + 2, w.end());
-  const WindowGeometry g = resolve_window(node, spatial, kernel, /*ceil_mode=*/false);
+// Window `g` of input x [N, C, (H,) W] and weights w [., ., (kH,) kW].
+Window2d window_2d(const WindowGeometry& g, const Shape& x, const Shape& w) {
   const bool two_d = x.size() == 4;
   const size_t h = 0, wi = two_d ? 1 : 0;  // the axes of height (2-D only) and width
-  Conv2d c;
-  c.batch = x[0];
-  c.channels = x[1];
+  Window2d c;
   c.in_h = two_d ? x[2] : 1;
   c.in_w = x.back();
-  c.out_channels = w[0];
   c.kernel_h = two_d ? w[2] : 1;
   c.kernel_w = w.back();
   c.out_h = two_d ? g.output[h] : 1;
@@ -73,8 +56,45 @@ Conv2d conv_geometry(const Node& node, const Shape& x, const Shape& w) {
   c.dilation_w = g.dilations[wi];
   c.pad_left = g.pads_begin[wi];
   c.pad_right = g.pads_end[wi];
+  return c;
+}
+
+// The spatial dims of an input (N, C, ...) or of a weight tensor's kernel (O, I, ...).
+std::vector<int64_t> spatial_dims(const Shape& shape) { return {shape.begin() + 2, shape.end()}; }
+
+// A Conv as a 2-D convolution: weights [out_channels, channels / groups, kernel_h, kernel_w].
+struct Conv2d : Window2d {
+  int64_t batch = 0, channels = 0, out_channels = 0, groups = 1;
+
+  std::string describe() const {
+    const auto s = [](int64_t v) { return std::to_string(v); };
+    return s(batch) + "x" + s(channels) + "x" + s(in_h) + "x" + s(in_w) + " by " + s(out_channels) +
+           "x" + s(channels / groups) + "x" + s(kernel_h) + "x" + s(kernel_w) + ", groups " +
+           s(groups) + ", strides " + s(stride_h) + "," + s(stride_w) + ", dilations " +
+           s(dilation_h) + "," + s(dilation_w) + ", pads " + s(pad_top) + "," + s(pad_left) + "," +
+           s(pad_bottom) + "," + s(pad_right);
+  }
+};
+
+Conv2d conv_geometry(const Node& node, const Shape& x, const Shape& w) {
+  const WindowGeometry g =
+      resolve_window(node, spatial_dims(x), spatial_dims(w), /*ceil_mode=*/false);
+  Conv2d c{window_2d(g, x, w)};
+  c.batch = x[0];
+  c.channels = x[1];
+  c.out_channels = w[0];
   c.groups = node.attr_int("group", 1);
   return c;
+}
+
+// Conv's and ConvTranspose's bias (per channel), residual and activation over y, where any is
+// present.
+void apply_epilogue(Elem elem, Tensor& y, const Tensor& bias, const Tensor& residual,
+                    const Activation& activation, cudaStream_t stream) {
+  if (!bias.defined() && !residual.defined() && activation.kind == ActivationKind::kNone) return;
+  launch_epilogue(elem, y.raw(), bias.defined() ? bias.raw() : nullptr,
+                  residual.defined() ? residual.raw() : nullptr, y.numel(), y.dim(1),
+                  y.numel() / (y.dim(0) * y.dim(1)), activation, stream);
 }
 
 DnnFilter make_filter(DType dtype, int64_t k, int64_t c, int64_t h, int64_t w) {
@@ -116,9 +136,31 @@ bool tensor_op_math(cudnnMathType_t math) {
   return math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
 
-bool fits_dnn(int64_t n, int64_t c, int64_t h, int64_t w) {
-  return n <= kMaxDnnValue && c <= kMaxDnnValue && h <= kMaxDnnValue && w <= kMaxDnnValue &&
-         n * c <= kMaxDnnValue && n * c * h <= kMaxDnnValue && n * c * h * w <= kMaxDnnValue;
+// Takes into `plan` the first of cuDNN's `count` ranked `results` that runs here (exact fp32:
+// without tensor cores) within the workspace limit, `workspace_size(algo, &bytes)` asking cuDNN
+// for its workspace; false when none does.
+template <typename Perf, typename Plan, typename WorkspaceSize>
+bool take_first_algorithm(const Perf* results, int count, DType dtype, Plan& plan,
+                          WorkspaceSize&& workspace_size) {
+  const bool exact = exact_fp32(dtype);
+  for (int i = 0; i < count; ++i) {
+    const Perf& result = results[i];
+    if (result.status != CUDNN_STATUS_SUCCESS || (exact && tensor_op_math(result.mathType))) {
+      continue;
+    }
+    if (!exact) {
+      check(cudnnSetConvolutionMathType(plan.convolution.get(), result.mathType),
+            "cudnnSetConvolutionMathType");
+    }
+    size_t bytes = 0;
+    if (workspace_size(result.algo, &bytes) != CUDNN_STATUS_SUCCESS || bytes > kMaxWorkspaceBytes) {
+      continue;
+    }
+    plan.algo = result.algo;
+    plan.workspace_bytes = bytes;
+    return true;
+  }
+  return false;
 }
 
 // One input and weight shape's convolution, ready to run.
@@ -168,14 +210,7 @@ class ConvKernel final : public Kernel {
     Tensor& y = outputs[0];
     if (y.numel() == 0) return;
     const cudaStream_t stream = context_.stream();
-    const auto epilogue = [&] {
-      if (!bias.defined() && !residual.defined() && activation_.kind == ActivationKind::kNone) {
-        return;
-      }
-      launch_epilogue(elem_, y.raw(), bias.defined() ? bias.raw() : nullptr,
-                      residual.defined() ? residual.raw() : nullptr, y.numel(), y.dim(1),
-                      y.numel() / (y.dim(0) * y.dim(1)), activation_, stream);
-    };
+    const auto epilogue = [&] { apply_epilogue(elem_, y, bias, residual, activation_, stream); };
     if (x.numel() == 0 || w.numel() == 0) {
       // No input channels: every sum is empty.
       check(cudaMemsetAsync(y.raw(), 0, y.nbytes(), stream), "cudaMemsetAsync");
@@ -218,11 +253,7 @@ class ConvKernel final : public Kernel {
 
  private:
   ConvPlan& plan_for(const Shape& x, const Shape& w) {
-    std::vector<int64_t> key(x);
-    key.insert(key.end(), w.begin(), w.end());
-    auto it = plans_.find(key);
-    if (it == plans_.end()) it = plans_.emplace(key, make_plan(x, w)).first;
-    return it->second;
+    return cached_plan(plans_, shape_key({&x, &w}), [&] { return make_plan(x, w); });
   }
 
   ConvPlan make_plan(const Shape& x_shape, const Shape& w_shape) const {
@@ -269,8 +300,7 @@ class ConvKernel final : public Kernel {
     return plan;
   }
 
-  // The first algorithm cuDNN's heuristic ranks that runs here (exact fp32: without tensor
-  // cores) within the workspace limit.
+  // The first forward algorithm of cuDNN's heuristic ranking that runs here.
   void choose_algorithm(ConvPlan& plan) const {
     cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT] = {};
     int count = 0;
@@ -278,27 +308,12 @@ class ConvKernel final : public Kernel {
                                                  plan.convolution.get(), plan.y.get(),
                                                  CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results),
           "cudnnGetConvolutionForwardAlgorithm_v7");
-    const bool exact = exact_fp32(dtype_);
-    for (int i = 0; i < count; ++i) {
-      const cudnnConvolutionFwdAlgoPerf_t& result = results[i];
-      if (result.status != CUDNN_STATUS_SUCCESS || (exact && tensor_op_math(result.mathType))) {
-        continue;
-      }
-      if (!exact) {
-        check(cudnnSetConvolutionMathType(plan.convolution.get(), result.mathType),
-              "cudnnSetConvolutionMathType");
-      }
-      size_t bytes = 0;
-      if (cudnnGetConvolutionForwardWorkspaceSize(context_.dnn(), plan.x.get(), plan.w.get(),
-                                                  plan.convolution.get(), plan.y.get(), result.algo,
-                                                  &bytes) != CUDNN_STATUS_SUCCESS ||
-          bytes > kMaxWorkspaceBytes) {
-        continue;
-      }
-      plan.algo = result.algo;
-      plan.workspace_bytes = bytes;
-      return;
-    }
+    const auto workspace_size = [&](cudnnConvolutionFwdAlgo_t algo, size_t* bytes) {
+      return cudnnGetConvolutionForwardWorkspaceSize(context_.dnn(), plan.x.get(), plan.w.get(),
+                                                     plan.convolution.get(), plan.y.get(), algo,
+                                                     bytes);
+    };
+    if (take_first_algorithm(results, count, dtype_, plan, workspace_size)) return;
     throw InputError(node_.label() + ": cuDNN has no forward algorithm for the " +
                      std::string(dtype_name(dtype_)) + " convolution " + plan.geometry.describe());
   }
@@ -316,13 +331,10 @@ class ConvKernel final : public Kernel {
 
 // A ConvTranspose as the data gradient of a 2-D convolution from its output (out_channels) to
 // its input (in_channels); weights [in_channels, out_channels / groups, kernel_h, kernel_w].
-struct Deconv2d {
-  int64_t batch = 0, in_channels = 0, in_h = 0, in_w = 0;
-  int64_t out_channels = 0, kernel_h = 0, kernel_w = 0;
-  int64_t out_h = 0, out_w = 0;
-  int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
-  int64_t pad_top = 0, pad_left = 0;  // what is cropped off the start of the full result
-  int64_t groups = 1;
+// pad_top and pad_left: what is cropped off the start of the full result (the end pads are
+// not used).
+struct Deconv2d : Window2d {
+  int64_t batch = 0, in_channels = 0, out_channels = 0, groups = 1;
 
   std::string describe() const {
     const auto s = [](int64_t v) { return std::to_string(v); };
@@ -334,30 +346,12 @@ struct Deconv2d {
 };
 
 Deconv2d deconv_geometry(const Node& node, const Shape& x, const Shape& w) {
-  const std::vector<int64_t> spatial(x.begin() + 2, x.end());
-  const std::vector<int64_t> kernel(w.begin() + 2, w.end());
-  const WindowGeometry g = resolve_transposed_window(node, spatial, kernel);
-  const bool two_d = x.size() == 4;
-  const size_t h = 0, wi = two_d ? 1 : 0;
-  Deconv2d c;
+  const WindowGeometry g = resolve_transposed_window(node, spatial_dims(x), spatial_dims(w));
+  Deconv2d c{window_2d(g, x, w)};
   c.groups = node.attr_int("group", 1);
   c.batch = x[0];
   c.in_channels = x[1];
-  c.in_h = two_d ? x[2] : 1;
-  c.in_w = x.back();
   c.out_channels = w[1] * c.groups;
-  c.kernel_h = two_d ? w[2] : 1;
-  c.kernel_w = w.back();
-  c.out_h = two_d ? g.output[h] : 1;
-  c.out_w = g.output[wi];
-  if (two_d) {
-    c.stride_h = g.strides[h];
-    c.dilation_h = g.dilations[h];
-    c.pad_top = g.pads_begin[h];
-  }
-  c.stride_w = g.strides[wi];
-  c.dilation_w = g.dilations[wi];
-  c.pad_left = g.pads_begin[wi];
   return c;
 }
 
@@ -411,11 +405,7 @@ class ConvTransposeKernel final : public Kernel {
     Tensor& y = outputs[0];
     if (y.numel() == 0) return;
     const cudaStream_t stream = context_.stream();
-    const auto epilogue = [&] {
-      if (!bias.defined() && activation_.kind == ActivationKind::kNone) return;
-      launch_epilogue(elem_, y.raw(), bias.defined() ? bias.raw() : nullptr, nullptr, y.numel(),
-                      y.dim(1), y.numel() / (y.dim(0) * y.dim(1)), activation_, stream);
-    };
+    const auto epilogue = [&] { apply_epilogue(elem_, y, bias, Tensor(), activation_, stream); };
     if (x.numel() == 0 || w.numel() == 0) {
       check(cudaMemsetAsync(y.raw(), 0, y.nbytes(), stream), "cudaMemsetAsync");
       epilogue();
@@ -444,11 +434,7 @@ class ConvTransposeKernel final : public Kernel {
 
  private:
   const DeconvPlan& plan_for(const Shape& x, const Shape& w) {
-    std::vector<int64_t> key(x);
-    key.insert(key.end(), w.begin(), w.end());
-    auto it = plans_.find(key);
-    if (it == plans_.end()) it = plans_.emplace(key, make_plan(x, w)).first;
-    return it->second;
+    return cached_plan(plans_, shape_key({&x, &w}), [&] { return make_plan(x, w); });
   }
 
   DeconvPlan make_plan(const Shape& x_shape, const Shape& w_shape) const {
@@ -501,27 +487,12 @@ class ConvTransposeKernel final : public Kernel {
               context_.dnn(), plan.w.get(), plan.x.get(), plan.convolution.get(),
               plan.gradient.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, results),
           "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-    const bool exact = exact_fp32(dtype_);
-    for (int i = 0; i < count; ++i) {
-      const cudnnConvolutionBwdDataAlgoPerf_t& result = results[i];
-      if (result.status != CUDNN_STATUS_SUCCESS || (exact && tensor_op_math(result.mathType))) {
-        continue;
-      }
-      if (!exact) {
-        check(cudnnSetConvolutionMathType(plan.convolution.get(), result.mathType),
-              "cudnnSetConvolutionMathType");
-      }
-      size_t bytes = 0;
-      if (cudnnGetConvolutionBackwardDataWorkspaceSize(
-              context_.dnn(), plan.w.get(), plan.x.get(), plan.convolution.get(),
-              plan.gradient.get(), result.algo, &bytes) != CUDNN_STATUS_SUCCESS ||
-          bytes > kMaxWorkspaceBytes) {
-        continue;
-      }
-      plan.algo = result.algo;
-      plan.workspace_bytes = bytes;
-      return;
-    }
+    const auto workspace_size = [&](cudnnConvolutionBwdDataAlgo_t algo, size_t* bytes) {
+      return cudnnGetConvolutionBackwardDataWorkspaceSize(context_.dnn(), plan.w.get(),
+                                                          plan.x.get(), plan.convolution.get(),
+                                                          plan.gradient.get(), algo, bytes);
+    };
+    if (take_first_algorithm(results, count, dtype_, plan, workspace_size)) return;
     throw InputError(node_.label() + ": cuDNN has no algorithm for the " +
                      std::string(dtype_name(dtype_)) + " transposed convolution " +
                      plan.geometry.describe());
@@ -578,18 +549,11 @@ std::string conv_refusal(const Node& node, const Graph& graph) {
   return activation_refusal(node);
 }
 
-std::unique_ptr<Kernel> make_conv(const KernelSpec& spec, CudaContext& context) {
-  return std::make_unique<ConvKernel>(spec, context);
-}
-
-std::unique_ptr<Kernel> make_conv_transpose(const KernelSpec& spec, CudaContext& context) {
-  return std::make_unique<ConvTransposeKernel>(spec, context);
-}
-
 }  // namespace
 
 std::vector<CudaOp> conv_ops() {
-  return {{"Conv", conv_refusal, make_conv}, {"ConvTranspose", conv_refusal, make_conv_transpose}};
+  return {{"Conv", conv_refusal, make_kernel<ConvKernel>},
+          {"ConvTranspose", conv_refusal, make_kernel<ConvTransposeKernel>}};
 }
 
 }  // namespace tandem::cuda

@@ -26,15 +26,9 @@ constexpr uint64_t kMaxWorkspaceBytes = uint64_t{32} << 20;
 // 64-byte offsets (runtime/memory_plan.h), device allocations are 256-byte aligned.
 constexpr unsigned kPlannedAlignment = 64;
 
-template <typename Handle, cublasStatus_t (*destroy)(Handle)>
-struct LtDeleter {
-  void operator()(Handle handle) const { destroy(handle); }
-};
-template <typename Handle, cublasStatus_t (*destroy)(Handle)>
-using LtPtr = std::unique_ptr<std::remove_pointer_t<Handle>, LtDeleter<Handle, destroy>>;
-using MatmulDesc = LtPtr<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy>;
-using MatrixLayout = LtPtr<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy>;
-using Preference = LtPtr<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy>;
+using MatmulDesc = OwnedHandle<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy>;
+using MatrixLayout = OwnedHandle<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy>;
+using Preference = OwnedHandle<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy>;
 
 // One product in Tandem's row-major terms: out[M, N] = op(a)[M, K] x op(b)[K, N], repeated
 // `batch` times at the given element strides (0 repeats one matrix).
@@ -220,18 +214,14 @@ Choice choose(const Node& node, CudaContext& context, DType dtype, const GemmSha
                    " (batch " + std::to_string(g.batch) + ")");
 }
 
-// Operand shapes as one cache key.
-std::vector<int64_t> shape_key(std::initializer_list<const Shape*> shapes) {
-  std::vector<int64_t> key;
-  for (const Shape* shape : shapes) {
-    if (!shape) {
-      key.push_back(-1);
-      continue;
-    }
-    key.push_back(static_cast<int64_t>(shape->size()));
-    key.insert(key.end(), shape->begin(), shape->end());
-  }
-  return key;
+// The choice planned for `alignment`, or for the largest smaller one (its algorithm runs at
+// this alignment too); made by choose_new() on first use.
+template <typename Choose>
+Choice& choice_at(std::map<unsigned, Choice>& by_alignment, unsigned alignment,
+                  Choose&& choose_new) {
+  auto it = by_alignment.upper_bound(alignment);
+  if (it != by_alignment.begin()) return std::prev(it)->second;
+  return by_alignment.emplace(alignment, choose_new()).first->second;
 }
 
 void apply_activation(Elem elem, const Activation& activation, Tensor& out, cudaStream_t stream) {
@@ -262,12 +252,6 @@ struct MatMulLayout {
   }
 };
 
-int64_t product(const Shape& shape, size_t begin, size_t end) {
-  int64_t p = 1;
-  for (size_t i = begin; i < end; ++i) p *= shape[i];
-  return p;
-}
-
 MatMulLayout matmul_layout(const Shape& a, const Shape& b) {
   // Numpy semantics: a 1-D a is a row, a 1-D b a column.
   const Shape a2 = a.size() == 1 ? Shape{1, a[0]} : a;
@@ -283,7 +267,7 @@ MatMulLayout matmul_layout(const Shape& a, const Shape& b) {
   MatMulLayout layout;
   if (std::all_of(b_batch.begin(), b_batch.end(), [](int64_t d) { return d == 1; })) {
     // One b for every batch: a's batch folds into its rows, one large GEMM.
-    g.m *= product(a_batch, 0, rank);
+    g.m *= extent_of(a_batch, 0, rank);
     layout.shape = g;
     layout.calls.push_back({0, 0, 0});
     return layout;
@@ -319,7 +303,7 @@ MatMulLayout matmul_layout(const Shape& a, const Shape& b) {
     a_step *= a_batch[d];
     b_step *= b_batch[d];
   }
-  const int64_t outer = product(out_batch, 0, split);
+  const int64_t outer = extent_of(out_batch, 0, split);
   for (int64_t o = 0; o < outer; ++o) {
     CallOffsets call{0, 0, o * inner * g.m * g.n};
     int64_t rest = o;
@@ -396,21 +380,16 @@ class MatMulKernel final : public Kernel {
   }
 
   Plan& plan_for(const Shape& a, const Shape& b) {
-    const auto key = shape_key({&a, &b});
-    auto it = plans_.find(key);
-    if (it == plans_.end()) it = plans_.emplace(key, Plan{matmul_layout(a, b), {}}).first;
-    return it->second;
+    return cached_plan(plans_, shape_key({&a, &b}), [&] { return Plan{matmul_layout(a, b), {}}; });
   }
 
   Choice& choice_for(Plan& plan, unsigned alignment) {
-    // An algorithm planned for a smaller alignment runs at this one too.
-    auto it = plan.by_alignment.upper_bound(alignment);
-    if (it != plan.by_alignment.begin()) return std::prev(it)->second;
-    std::vector<Candidate> candidates;
-    if (activation_.kind == ActivationKind::kRelu) candidates.push_back({CMode::kNone, true});
-    candidates.push_back({CMode::kNone, false});
-    Choice choice = choose(node_, context_, dtype_, plan.layout.shape, alignment, candidates);
-    return plan.by_alignment.emplace(alignment, std::move(choice)).first->second;
+    return choice_at(plan.by_alignment, alignment, [&] {
+      std::vector<Candidate> candidates;
+      if (activation_.kind == ActivationKind::kRelu) candidates.push_back({CMode::kNone, true});
+      candidates.push_back({CMode::kNone, false});
+      return choose(node_, context_, dtype_, plan.layout.shape, alignment, candidates);
+    });
   }
 
   const Node& node_;
@@ -512,38 +491,35 @@ class GemmKernel final : public Kernel {
   }
 
   Plan& plan_for(const Shape& a, const Shape& b, const Shape* c) {
-    const auto key = shape_key({&a, &b, c});
-    auto it = plans_.find(key);
-    if (it != plans_.end()) return it->second;
-    Plan plan;
-    GemmShape& g = plan.shape;
-    g.trans_a = trans_a_;
-    g.trans_b = trans_b_;
-    g.m = a[trans_a_ ? 1 : 0];
-    g.k = a[trans_a_ ? 0 : 1];
-    g.n = b[trans_b_ ? 0 : 1];
-    if (c && beta_ != 0) {  // as the CPU, beta = 0 ignores C altogether
-      plan.base_mode = *c == Shape{g.m, g.n} ? CMode::kFull : CMode::kBroadcast;
-      plan.bias_row = plan.base_mode == CMode::kBroadcast && beta_ == 1 &&
-                      (*c == Shape{g.n} || *c == Shape{1, g.n});
-    }
-    return plans_.emplace(key, std::move(plan)).first->second;
+    return cached_plan(plans_, shape_key({&a, &b, c}), [&] {
+      Plan plan;
+      GemmShape& g = plan.shape;
+      g.trans_a = trans_a_;
+      g.trans_b = trans_b_;
+      g.m = a[trans_a_ ? 1 : 0];
+      g.k = a[trans_a_ ? 0 : 1];
+      g.n = b[trans_b_ ? 0 : 1];
+      if (c && beta_ != 0) {  // as the CPU, beta = 0 ignores C altogether
+        plan.base_mode = *c == Shape{g.m, g.n} ? CMode::kFull : CMode::kBroadcast;
+        plan.bias_row = plan.base_mode == CMode::kBroadcast && beta_ == 1 &&
+                        (*c == Shape{g.n} || *c == Shape{1, g.n});
+      }
+      return plan;
+    });
   }
 
   Choice& choice_for(Plan& plan, unsigned alignment) {
-    // An algorithm planned for a smaller alignment runs at this one too.
-    auto it = plan.by_alignment.upper_bound(alignment);
-    if (it != plan.by_alignment.begin()) return std::prev(it)->second;
-    const bool relu = activation_.kind == ActivationKind::kRelu;
-    std::vector<Candidate> candidates;
-    if (plan.bias_row) {
-      if (relu) candidates.push_back({CMode::kBias, true});
-      candidates.push_back({CMode::kBias, false});
-    }
-    if (relu) candidates.push_back({plan.base_mode, true});
-    candidates.push_back({plan.base_mode, false});
-    Choice choice = choose(node_, context_, dtype_, plan.shape, alignment, candidates);
-    return plan.by_alignment.emplace(alignment, std::move(choice)).first->second;
+    return choice_at(plan.by_alignment, alignment, [&] {
+      const bool relu = activation_.kind == ActivationKind::kRelu;
+      std::vector<Candidate> candidates;
+      if (plan.bias_row) {
+        if (relu) candidates.push_back({CMode::kBias, true});
+        candidates.push_back({CMode::kBias, false});
+      }
+      if (relu) candidates.push_back({plan.base_mode, true});
+      candidates.push_back({plan.base_mode, false});
+      return choose(node_, context_, dtype_, plan.shape, alignment, candidates);
+    });
   }
 
   const Node& node_;
@@ -570,18 +546,11 @@ std::string matmul_refusal(const Node& node, const Graph& graph) {
   return activation_refusal(node);
 }
 
-std::unique_ptr<Kernel> make_matmul(const KernelSpec& spec, CudaContext& context) {
-  return std::make_unique<MatMulKernel>(spec, context);
-}
-
-std::unique_ptr<Kernel> make_gemm(const KernelSpec& spec, CudaContext& context) {
-  return std::make_unique<GemmKernel>(spec, context);
-}
-
 }  // namespace
 
 std::vector<CudaOp> matmul_ops() {
-  return {{"MatMul", matmul_refusal, make_matmul}, {"Gemm", matmul_refusal, make_gemm}};
+  return {{"MatMul", matmul_refusal, make_kernel<MatMulKernel>},
+          {"Gemm", matmul_refusal, make_kernel<GemmKernel>}};
 }
 
 }  // namespace tandem::cuda

@@ -19,30 +19,12 @@
 namespace tandem::cuda {
 namespace {
 
-using DnnPooling = DnnPtr<cudnnPoolingDescriptor_t, cudnnDestroyPoolingDescriptor>;
+using DnnPooling = OwnedHandle<cudnnPoolingDescriptor_t, cudnnDestroyPoolingDescriptor>;
 
 PoolKind pool_kind(const Node& node) {
   if (node.op_type == "MaxPool") return PoolKind::kMax;
   return node.attr_int("count_include_pad", 0) != 0 ? PoolKind::kAverageWithPad
                                                     : PoolKind::kAverage;
-}
-
-// The window over 3 spatial axes; lower-rank pools get leading axes of size 1.
-PoolWindow to_3d(const WindowGeometry& g, const Shape& x) {
-  PoolWindow w{};
-  const int64_t lead = 3 - g.rank();
-  for (int64_t i = 0; i < 3; ++i) {
-    const bool real = i >= lead;
-    const size_t axis = static_cast<size_t>(i - lead);
-    w.in[i] = real ? x[axis + 2] : 1;
-    w.out[i] = real ? g.output[axis] : 1;
-    w.kernel[i] = real ? g.kernel[axis] : 1;
-    w.stride[i] = real ? g.strides[axis] : 1;
-    w.dilation[i] = real ? g.dilations[axis] : 1;
-    w.pad_begin[i] = real ? g.pads_begin[axis] : 0;
-    w.pad_end[i] = real ? g.pads_end[axis] : 0;
-  }
-  return w;
 }
 
 struct PoolPlan {
@@ -89,9 +71,7 @@ class PoolKernel final : public Kernel {
 
  private:
   const PoolPlan& plan_for(const Shape& x) {
-    auto it = plans_.find(x);
-    if (it == plans_.end()) it = plans_.emplace(x, make_plan(x)).first;
-    return it->second;
+    return cached_plan(plans_, x, [&] { return make_plan(x); });
   }
 
   PoolPlan make_plan(const Shape& x) const {
@@ -99,7 +79,7 @@ class PoolKernel final : public Kernel {
     const WindowGeometry g = resolve_window(node_, spatial, kernel_shape_, ceil_mode_);
     PoolPlan plan;
     plan.planes = x[0] * x[1];
-    plan.window = to_3d(g, x);
+    plan.window = window_3d<PoolWindow>(g, x);
     const PoolWindow& w = plan.window;
     if (!dnn_expresses(g)) return plan;
     const int64_t n = x[0], c = x[1];
@@ -144,11 +124,6 @@ class PoolKernel final : public Kernel {
       }
     }
     return true;
-  }
-
-  static bool fits_dnn(int64_t n, int64_t c, int64_t h, int64_t w) {
-    return n <= kMaxDnnValue && c <= kMaxDnnValue && h <= kMaxDnnValue && w <= kMaxDnnValue &&
-           n * c <= kMaxDnnValue && n * c * h <= kMaxDnnValue && n * c * h * w <= kMaxDnnValue;
   }
 
   const Node& node_;
@@ -216,21 +191,13 @@ std::string float_pool_refusal(const Node& node, const Graph& graph) {
   return spatial_refusal(node, graph);
 }
 
-std::unique_ptr<Kernel> make_pool(const KernelSpec& spec, CudaContext& context) {
-  return std::make_unique<PoolKernel>(spec, context);
-}
-
-std::unique_ptr<Kernel> make_global_pool(const KernelSpec& spec, CudaContext& context) {
-  return std::make_unique<GlobalPoolKernel>(spec, context);
-}
-
 }  // namespace
 
 std::vector<CudaOp> pool_ops() {
-  return {{"MaxPool", max_pool_refusal, make_pool},
-          {"AveragePool", float_pool_refusal, make_pool},
-          {"GlobalMaxPool", float_pool_refusal, make_global_pool},
-          {"GlobalAveragePool", float_pool_refusal, make_global_pool}};
+  return {{"MaxPool", max_pool_refusal, make_kernel<PoolKernel>},
+          {"AveragePool", float_pool_refusal, make_kernel<PoolKernel>},
+          {"GlobalMaxPool", float_pool_refusal, make_kernel<GlobalPoolKernel>},
+          {"GlobalAveragePool", float_pool_refusal, make_kernel<GlobalPoolKernel>}};
 }
 
 }  // namespace tandem::cuda

@@ -3,8 +3,6 @@
 // and CumSum. The schemas (ir/ops/reduction*.cpp) have checked dtypes, shapes and attribute
 // values; the kernels follow the CPU backend (backends/cpu/reduction*.cpp) and also take
 // float16/bfloat16, computing in float32.
-#include <cuda_runtime.h>
-
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -34,35 +32,13 @@ std::string refusal_unless(const Node& node, const Graph& graph, bool (*accepts)
   return why;
 }
 
-bool has_input(const Node& node, size_t index) {
-  return index < node.inputs.size() && node.inputs[index] >= 0;
-}
-
-Elem input_elem(const KernelSpec& spec, size_t index) {
-  return require_elem(spec.input_types[index].dtype, spec.node);
-}
-
 int64_t input_rank(const KernelSpec& spec) {
   return static_cast<int64_t>(spec.input_types[0].shape.size());
-}
-
-// Element count of shape[first, end).
-int64_t extent_of(const Shape& shape, size_t first, size_t end) {
-  int64_t count = 1;
-  for (size_t d = first; d < end; ++d) count *= shape[d];
-  return count;
 }
 
 AxisView view_around(const Shape& shape, size_t first, size_t end) {
   return {extent_of(shape, 0, first), extent_of(shape, first, end),
           extent_of(shape, end, shape.size())};
-}
-
-void copy_tensor(const Tensor& from, const Tensor& to, CudaContext& context) {
-  if (to.nbytes() == 0) return;
-  check(cudaMemcpyAsync(to.raw(), from.raw(), to.nbytes(), cudaMemcpyDeviceToDevice,
-                        context.stream()),
-        "cudaMemcpyAsync");
 }
 
 // `shape` (dense) split into the dims kept and the dims reduced, each run of neighbouring dims
@@ -279,10 +255,6 @@ class LpNormKernel final : public Kernel {
   CudaContext& context_;
 };
 
-std::unique_ptr<Kernel> make_lp_norm(const KernelSpec& spec, CudaContext& context) {
-  return std::make_unique<LpNormKernel>(spec, context);
-}
-
 // ---- LayerNormalization, InstanceNormalization, BatchNormalization ----
 
 // Input `index` as a normalisation parameter (absent: no data).
@@ -337,10 +309,6 @@ class LayerNormKernel final : public Kernel {
   CudaContext& context_;
 };
 
-std::unique_ptr<Kernel> make_layer_norm(const KernelSpec& spec, CudaContext& context) {
-  return std::make_unique<LayerNormKernel>(spec, context);
-}
-
 class InstanceNormKernel final : public Kernel {
  public:
   InstanceNormKernel(const KernelSpec& spec, CudaContext& context)
@@ -360,10 +328,6 @@ class InstanceNormKernel final : public Kernel {
   const Elem elem_;
   CudaContext& context_;
 };
-
-std::unique_ptr<Kernel> make_instance_norm(const KernelSpec& spec, CudaContext& context) {
-  return std::make_unique<InstanceNormKernel>(spec, context);
-}
 
 // Inference only (the schema refuses training); the optional running mean and variance outputs
 // pass the inputs through unchanged.
@@ -390,10 +354,6 @@ class BatchNormKernel final : public Kernel {
   const Elem elem_;
   CudaContext& context_;
 };
-
-std::unique_ptr<Kernel> make_batch_norm(const KernelSpec& spec, CudaContext& context) {
-  return std::make_unique<BatchNormKernel>(spec, context);
-}
 
 // ---- CumSum ----
 
@@ -455,10 +415,6 @@ class CumSumKernel final : public Kernel {
   std::optional<int64_t> axis_;
 };
 
-std::unique_ptr<Kernel> make_cumsum(const KernelSpec& spec, CudaContext& context) {
-  return std::make_unique<CumSumKernel>(spec, context);
-}
-
 }  // namespace
 
 std::vector<CudaOp> reduction_ops() {
@@ -479,11 +435,11 @@ std::vector<CudaOp> reduction_ops() {
       {"ArgMin", &arg_reduce_refusal, &make_arg_reduce<false>},
       {"Softmax", &float_refusal, &make_softmax<false>},
       {"LogSoftmax", &float_refusal, &make_softmax<true>},
-      {"LayerNormalization", &float_refusal, &make_layer_norm},
-      {"InstanceNormalization", &float_refusal, &make_instance_norm},
-      {"BatchNormalization", &float_refusal, &make_batch_norm},
-      {"LpNormalization", &float_refusal, &make_lp_norm},
-      {"CumSum", &cumsum_refusal, &make_cumsum},
+      {"LayerNormalization", &float_refusal, &make_kernel<LayerNormKernel>},
+      {"InstanceNormalization", &float_refusal, &make_kernel<InstanceNormKernel>},
+      {"BatchNormalization", &float_refusal, &make_kernel<BatchNormKernel>},
+      {"LpNormalization", &float_refusal, &make_kernel<LpNormKernel>},
+      {"CumSum", &cumsum_refusal, &make_kernel<CumSumKernel>},
   };
 }
 

@@ -3,9 +3,6 @@
 // one block, whose threads stride through its elements and combine through warp shuffles and
 // shared memory, or by one thread when lines are short or neighbouring lines are neighbours in
 // memory. Semantics follow the CPU backend (backends/cpu/reduction*.cpp).
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -13,103 +10,14 @@
 #include <string>
 #include <type_traits>
 
+#include "backends/cuda/device_common.cuh"
 #include "backends/cuda/reduction_launch.h"
 
 namespace tandem::cuda {
 namespace {
 
-using Half = __half;
-using BFloat = __nv_bfloat16;
-
-// ---- Element types ----
-
-template <typename T>
-struct Tag {
-  using type = T;
-};
-
-// Calls fn(Tag<T>{}) with T the storage type of `elem`.
-template <typename Fn>
-void dispatch(Elem elem, Fn&& fn) {
-  switch (elem) {
-    case Elem::kF32: return fn(Tag<float>{});
-    case Elem::kF16: return fn(Tag<Half>{});
-    case Elem::kBF16: return fn(Tag<BFloat>{});
-    case Elem::kF64: return fn(Tag<double>{});
-    case Elem::kI64: return fn(Tag<int64_t>{});
-    case Elem::kI32: return fn(Tag<int32_t>{});
-    case Elem::kI8: return fn(Tag<int8_t>{});
-    case Elem::kU8: return fn(Tag<uint8_t>{});
-    case Elem::kBool: return fn(Tag<bool>{});
-  }
-  throw std::invalid_argument("unknown CUDA element type");
-}
-
 [[noreturn]] void unsupported(const char* what) {
   throw std::invalid_argument(std::string("no CUDA reduction kernel for ") + what);
-}
-
-template <typename T>
-inline constexpr bool kIsFloat = std::is_same_v<T, float> || std::is_same_v<T, double> ||
-                                 std::is_same_v<T, Half> || std::is_same_v<T, BFloat>;
-template <typename T>
-inline constexpr bool kIsInteger = std::is_integral_v<T> && !std::is_same_v<T, bool>;
-
-// The type a float element computes in: float for the 16-bit floats, else itself.
-template <typename T>
-struct ComputeOf {
-  using type = T;
-};
-template <>
-struct ComputeOf<Half> {
-  using type = float;
-};
-template <>
-struct ComputeOf<BFloat> {
-  using type = float;
-};
-template <typename T>
-using Compute = typename ComputeOf<T>::type;
-
-template <typename T>
-__device__ Compute<T> widen(T x) {
-  if constexpr (std::is_same_v<T, Half>) {
-    return __half2float(x);
-  } else if constexpr (std::is_same_v<T, BFloat>) {
-    return __bfloat162float(x);
-  } else {
-    return x;
-  }
-}
-
-// A computed value stored as T (16-bit floats round to nearest even; integers wrap).
-template <typename T, typename V>
-__device__ T narrow(V x) {
-  if constexpr (std::is_same_v<T, Half>) {
-    return __float2half_rn(static_cast<float>(x));
-  } else if constexpr (std::is_same_v<T, BFloat>) {
-    return __float2bfloat16_rn(static_cast<float>(x));
-  } else {
-    return static_cast<T>(x);
-  }
-}
-
-// Element i of a parameter of any float (or integer) type, as Acc.
-template <typename Acc>
-__device__ Acc load_as(const void* data, Elem elem, int64_t i) {
-  switch (elem) {
-    case Elem::kF32: return static_cast<Acc>(static_cast<const float*>(data)[i]);
-    case Elem::kF16: return static_cast<Acc>(__half2float(static_cast<const Half*>(data)[i]));
-    case Elem::kBF16:
-      return static_cast<Acc>(__bfloat162float(static_cast<const BFloat*>(data)[i]));
-    case Elem::kF64: return static_cast<Acc>(static_cast<const double*>(data)[i]);
-    case Elem::kI64: return static_cast<Acc>(static_cast<const int64_t*>(data)[i]);
-    case Elem::kI32: return static_cast<Acc>(static_cast<const int32_t*>(data)[i]);
-    case Elem::kI8: return static_cast<Acc>(static_cast<const int8_t*>(data)[i]);
-    case Elem::kU8: return static_cast<Acc>(static_cast<const uint8_t*>(data)[i]);
-    case Elem::kBool: return static_cast<Acc>(static_cast<const bool*>(data)[i]);
-  }
-  return Acc{0};
 }
 
 // ---- Scalar math ----
@@ -120,26 +28,6 @@ __device__ float log_of(float x) { return logf(x); }
 __device__ double log_of(double x) { return log(x); }
 __device__ float sqrt_of(float x) { return sqrtf(x); }
 __device__ double sqrt_of(double x) { return sqrt(x); }
-
-// Integer sums and products wrap around, as on the CPU backend (signed overflow is undefined).
-template <typename A>
-__device__ A wrap_add(A a, A b) {
-  if constexpr (kIsInteger<A>) {
-    using U = std::make_unsigned_t<A>;
-    return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));
-  } else {
-    return a + b;
-  }
-}
-template <typename A>
-__device__ A wrap_mul(A a, A b) {
-  if constexpr (kIsInteger<A>) {
-    using U = std::make_unsigned_t<A>;
-    return static_cast<A>(static_cast<U>(a) * static_cast<U>(b));
-  } else {
-    return a * b;
-  }
-}
 
 // Max and Min that propagate NaN.
 template <typename A>
@@ -263,10 +151,8 @@ struct BlockTeam {
 
 // One thread per line.
 struct ThreadTeam {
-  __device__ static int64_t first_line() {
-    return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  }
-  __device__ static int64_t line_step() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+  __device__ static int64_t first_line() { return first_index(); }
+  __device__ static int64_t line_step() { return grid_stride(); }
   __device__ static int64_t first() { return 0; }
   __device__ static int64_t step() { return 1; }
   __device__ static bool leader() { return true; }
@@ -290,11 +176,8 @@ struct LineLaunch {
 // enough of them that neighbouring threads read neighbouring elements; else a block per line,
 // sized so that each thread takes about 8 elements.
 LineLaunch plan_lines(int64_t lines, int64_t count, bool contiguous) {
-  constexpr int64_t kMaxBlocks = int64_t{1} << 20;
   if (count <= 16 || (!contiguous && lines >= 16384)) {
-    constexpr int64_t kThreads = 256;
-    return {true, static_cast<unsigned>(std::min((lines + kThreads - 1) / kThreads, kMaxBlocks)),
-            static_cast<unsigned>(kThreads)};
+    return {true, blocks_for(lines), static_cast<unsigned>(kThreads)};
   }
   unsigned threads = 32;
   while (threads < kMaxThreads && threads * int64_t{8} < count) threads *= 2;
@@ -309,12 +192,6 @@ void with_team(const LineLaunch& plan, Launch&& launch) {
   } else {
     launch(BlockTeam{});
   }
-}
-
-int64_t count_of(const Dims& dims) {
-  int64_t count = 1;
-  for (int d = 0; d < dims.rank; ++d) count *= dims.size[d];
-  return count;
 }
 
 bool innermost_is_contiguous(const Dims& dims) {
@@ -432,8 +309,8 @@ constexpr bool reduce_accepts() {
 template <ReduceOp kOp>
 void run_reduce(Elem elem, const void* in, const ReduceLayout& layout, void* out,
                 cudaStream_t stream) {
-  const int64_t outputs = count_of(layout.kept);
-  const int64_t count = count_of(layout.reduced);
+  const int64_t outputs = element_count(layout.kept);
+  const int64_t count = element_count(layout.reduced);
   if (outputs == 0) return;
   const LineLaunch plan = plan_lines(outputs, count, innermost_is_contiguous(layout.reduced));
   dispatch(elem, [&](auto tag) {
@@ -590,8 +467,7 @@ __global__ void batch_norm_kernel(const T* in, T* out, Index count, Index channe
                                   NormParam scale, NormParam bias, NormParam mean, NormParam var,
                                   double epsilon) {
   using Acc = Compute<T>;
-  const Index step = static_cast<Index>(gridDim.x) * blockDim.x;
-  for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += step) {
+  for (Index i = first_index<Index>(); i < count; i += grid_stride<Index>()) {
     const Index c = (i / inner) % channels;
     const Acc factor = load_as<Acc>(scale.data, scale.elem, c) /
                        sqrt_of(load_as<Acc>(var.data, var.elem, c) + static_cast<Acc>(epsilon));
@@ -702,9 +578,7 @@ template <typename T>
 __global__ void cumsum_thread_kernel(const T* in, T* out, AxisView view, int64_t lines,
                                      bool exclusive, bool reverse) {
   using Acc = ScanAcc<T>;
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t line = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; line < lines;
-       line += step) {
+  for (int64_t line = first_index(); line < lines; line += grid_stride()) {
     const int64_t start = line_start(view, line);
     Acc running = 0;
     for (int64_t position = 0; position < view.extent; ++position) {
@@ -722,6 +596,22 @@ __global__ void cumsum_thread_kernel(const T* in, T* out, AxisView view, int64_t
 }
 
 int64_t lines_of(const AxisView& view) { return view.outer * view.inner; }
+
+// Calls launch(team, Tag<T>{}, plan) for a float `elem` with the team and launch shape of
+// `lines` lines of `extent` elements: the kernels that take only floats.
+template <typename Launch>
+void launch_float_lines(Elem elem, int64_t lines, int64_t extent, bool contiguous,
+                        const char* refused, Launch&& launch) {
+  const LineLaunch plan = plan_lines(lines, extent, contiguous);
+  dispatch(elem, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (kIsFloat<T>) {
+      with_team(plan, [&](auto team) { launch(team, tag, plan); });
+    } else {
+      unsupported(refused);
+    }
+  });
+}
 
 }  // namespace
 
@@ -746,8 +636,8 @@ void launch_reduce(ReduceOp op, Elem elem, const void* in, const ReduceLayout& l
 
 void launch_arg_reduce(bool argmax, bool select_last, Elem elem, const void* in,
                        const ReduceLayout& layout, int64_t* out, cudaStream_t stream) {
-  const int64_t outputs = count_of(layout.kept);
-  const int64_t count = count_of(layout.reduced);
+  const int64_t outputs = element_count(layout.kept);
+  const int64_t count = element_count(layout.reduced);
   if (outputs == 0) return;
   const LineLaunch plan = plan_lines(outputs, count, innermost_is_contiguous(layout.reduced));
   dispatch(elem, [&](auto tag) {
@@ -767,18 +657,13 @@ void launch_softmax(bool log_softmax, Elem elem, const void* in, void* out, cons
                     cudaStream_t stream) {
   const int64_t lines = lines_of(view);
   if (lines == 0 || view.extent == 0) return;
-  const LineLaunch plan = plan_lines(lines, view.extent, view.inner == 1);
-  dispatch(elem, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (kIsFloat<T>) {
-      with_team(plan, [&](auto team) {
-        softmax_kernel<decltype(team), T><<<plan.blocks, plan.threads, 0, stream>>>(
-            static_cast<const T*>(in), static_cast<T*>(out), view, lines, log_softmax);
-      });
-    } else {
-      unsupported("Softmax of a non-float type");
-    }
-  });
+  launch_float_lines(elem, lines, view.extent, view.inner == 1, "Softmax of a non-float type",
+                     [&](auto team, auto tag, const LineLaunch& plan) {
+                       using T = typename decltype(tag)::type;
+                       softmax_kernel<decltype(team), T><<<plan.blocks, plan.threads, 0, stream>>>(
+                           static_cast<const T*>(in), static_cast<T*>(out), view, lines,
+                           log_softmax);
+                     });
 }
 
 namespace {
@@ -786,18 +671,13 @@ namespace {
 void run_normalize(Elem elem, const void* x, void* y, int64_t rows, int64_t size,
                    const NormArgs& args, cudaStream_t stream) {
   if (rows == 0) return;
-  const LineLaunch plan = plan_lines(rows, size, true);
-  dispatch(elem, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (kIsFloat<T>) {
-      with_team(plan, [&](auto team) {
-        normalize_kernel<decltype(team), T><<<plan.blocks, plan.threads, 0, stream>>>(
-            static_cast<const T*>(x), static_cast<T*>(y), rows, size, args);
-      });
-    } else {
-      unsupported("a normalisation of a non-float type");
-    }
-  });
+  launch_float_lines(elem, rows, size, true, "a normalisation of a non-float type",
+                     [&](auto team, auto tag, const LineLaunch& plan) {
+                       using T = typename decltype(tag)::type;
+                       normalize_kernel<decltype(team), T>
+                           <<<plan.blocks, plan.threads, 0, stream>>>(
+                               static_cast<const T*>(x), static_cast<T*>(y), rows, size, args);
+                     });
 }
 
 }  // namespace
@@ -820,10 +700,7 @@ void launch_batch_norm(Elem elem, const void* x, void* y, int64_t count, int64_t
                        const NormParam& mean, const NormParam& var, double epsilon,
                        cudaStream_t stream) {
   if (count == 0) return;
-  constexpr int64_t kThreads = 256;
-  constexpr int64_t kMaxBlocks = int64_t{1} << 20;
-  const auto blocks =
-      static_cast<unsigned>(std::min((count + kThreads - 1) / kThreads, kMaxBlocks));
+  const unsigned blocks = blocks_for(count);
   dispatch(elem, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (kIsFloat<T>) {
@@ -848,18 +725,13 @@ void launch_lp_norm(int p, Elem elem, const void* in, void* out, const AxisView&
                     cudaStream_t stream) {
   const int64_t lines = lines_of(view);
   if (lines == 0 || view.extent == 0) return;
-  const LineLaunch plan = plan_lines(lines, view.extent, view.inner == 1);
-  dispatch(elem, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (kIsFloat<T>) {
-      with_team(plan, [&](auto team) {
-        lp_norm_kernel<decltype(team), T><<<plan.blocks, plan.threads, 0, stream>>>(
-            static_cast<const T*>(in), static_cast<T*>(out), view, lines, p);
-      });
-    } else {
-      unsupported("LpNormalization of a non-float type");
-    }
-  });
+  launch_float_lines(elem, lines, view.extent, view.inner == 1,
+                     "LpNormalization of a non-float type",
+                     [&](auto team, auto tag, const LineLaunch& plan) {
+                       using T = typename decltype(tag)::type;
+                       lp_norm_kernel<decltype(team), T><<<plan.blocks, plan.threads, 0, stream>>>(
+                           static_cast<const T*>(in), static_cast<T*>(out), view, lines, p);
+                     });
 }
 
 void launch_cumsum(Elem elem, const void* in, void* out, const AxisView& view, bool exclusive,

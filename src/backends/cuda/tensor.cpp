@@ -38,12 +38,6 @@ Tensor HostInput::get(CudaContext& context, const Tensor& device) const {
   return constant_.defined() ? constant_ : read_to_host(context, device);
 }
 
-void copy_device(CudaContext& context, void* dst, const void* src, size_t bytes) {
-  if (bytes == 0) return;
-  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, context.stream()),
-        "cudaMemcpyAsync");
-}
-
 namespace {
 
 Dims dims_of(const StridedLayout& layout) {
@@ -136,7 +130,7 @@ class SliceKernel final : public Kernel {
 
 class TileKernel final : public Kernel {
  public:
-  explicit TileKernel(CudaContext& context) : context_(context) {}
+  TileKernel(const KernelSpec&, CudaContext& context) : context_(context) {}
   void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override {
     launch_tile(inputs[0].raw(), outputs[0].raw(), contiguous(outputs[0].shape()),
                 contiguous(inputs[0].shape()), elem_bytes(inputs[0].dtype()), context_.stream());
@@ -146,12 +140,6 @@ class TileKernel final : public Kernel {
   CudaContext& context_;
 };
 
-int64_t outer_count(const Shape& shape, int64_t axis) {
-  int64_t count = 1;
-  for (int64_t d = 0; d < axis; ++d) count *= shape[static_cast<size_t>(d)];
-  return count;
-}
-
 // Concat and Split move, for each outer index, one contiguous run per input (or output).
 class ConcatKernel final : public Kernel {
  public:
@@ -160,7 +148,7 @@ class ConcatKernel final : public Kernel {
   void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override {
     Tensor& out = outputs[0];
     const int64_t axis = normalize_axis(node_.attr_int("axis", 0), out.rank());
-    const int64_t outer = outer_count(out.shape(), axis);
+    const int64_t outer = extent_of(out.shape(), 0, static_cast<size_t>(axis));
     if (outer == 0 || out.numel() == 0) return;
     const auto out_row = static_cast<int64_t>(out.nbytes()) / outer;
     int64_t offset = 0;
@@ -183,7 +171,7 @@ class SplitKernel final : public Kernel {
   void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override {
     const Tensor& input = inputs[0];
     const int64_t axis = normalize_axis(node_.attr_int("axis", 0), input.rank());
-    const int64_t outer = outer_count(input.shape(), axis);
+    const int64_t outer = extent_of(input.shape(), 0, static_cast<size_t>(axis));
     if (outer == 0 || input.numel() == 0) return;
     const auto in_row = static_cast<int64_t>(input.nbytes()) / outer;
     int64_t offset = 0;
@@ -200,21 +188,13 @@ class SplitKernel final : public Kernel {
   CudaContext& context_;
 };
 
-PadMode pad_mode(const Node& node) {
-  const std::string mode = node.attr_string("mode", "constant");
-  if (mode == "reflect") return PadMode::kReflect;
-  if (mode == "edge") return PadMode::kEdge;
-  if (mode == "wrap") return PadMode::kWrap;
-  return PadMode::kConstant;
-}
-
 // pads and axes: constants, or read back at run time; constant_value is read by the kernel.
 class PadKernel final : public Kernel {
  public:
   PadKernel(const KernelSpec& spec, CudaContext& context)
       : node_(spec.node),
         context_(context),
-        mode_(pad_mode(spec.node)),
+        mode_(pad_mode<PadMode>(spec.node)),
         pads_(spec, 1),
         axes_(spec, 3) {}
 
@@ -396,15 +376,6 @@ class EyeLikeKernel final : public Kernel {
   int64_t k_;
 };
 
-template <typename K>
-std::unique_ptr<Kernel> make(const KernelSpec& spec, CudaContext& context) {
-  return std::make_unique<K>(spec, context);
-}
-
-std::unique_ptr<Kernel> make_tile(const KernelSpec&, CudaContext& context) {
-  return std::make_unique<TileKernel>(context);
-}
-
 std::unique_ptr<Kernel> make_shape(const KernelSpec& spec, CudaContext& context) {
   return std::make_unique<ShapeKernel>(spec, context, false);
 }
@@ -431,18 +402,18 @@ std::vector<CudaOp> tensor_ops() {
       {"Expand", move_refusal, make_strided<expand>},
       {"DepthToSpace", move_refusal, make_strided<depth_to_space>},
       {"SpaceToDepth", move_refusal, make_strided<space_to_depth>},
-      {"Slice", move_refusal, make<SliceKernel>},
-      {"Tile", move_refusal, make_tile},
-      {"Concat", move_refusal, make<ConcatKernel>},
-      {"Split", move_refusal, make<SplitKernel>},
-      {"Pad", move_refusal, make<PadKernel>},
-      {"Trilu", move_refusal, make<TriluKernel>},
+      {"Slice", move_refusal, make_kernel<SliceKernel>},
+      {"Tile", move_refusal, make_kernel<TileKernel>},
+      {"Concat", move_refusal, make_kernel<ConcatKernel>},
+      {"Split", move_refusal, make_kernel<SplitKernel>},
+      {"Pad", move_refusal, make_kernel<PadKernel>},
+      {"Trilu", move_refusal, make_kernel<TriluKernel>},
       {"Shape", shape_refusal, make_shape},
       {"Size", shape_refusal, make_size},
-      {"Constant", move_refusal, make<ConstantKernel>},
-      {"ConstantOfShape", move_refusal, make<ConstantOfShapeKernel>},
-      {"Range", range_refusal, make<RangeKernel>},
-      {"EyeLike", move_refusal, make<EyeLikeKernel>},
+      {"Constant", move_refusal, make_kernel<ConstantKernel>},
+      {"ConstantOfShape", move_refusal, make_kernel<ConstantOfShapeKernel>},
+      {"Range", range_refusal, make_kernel<RangeKernel>},
+      {"EyeLike", move_refusal, make_kernel<EyeLikeKernel>},
   };
   for (auto family : {tensor_index_ops, tensor_resize_ops}) {
     for (const CudaOp& op : family()) ops.push_back(op);

@@ -1,36 +1,25 @@
 // Kernels of the tensor family that move or make elements (see tensor_launch.h). One thread
 // per output element in grid-stride loops; elements move as unsigned integers of their size.
-#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
 
+#include "backends/cuda/device_common.cuh"
 #include "backends/cuda/tensor_launch.h"
 
 namespace tandem::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = int64_t{1} << 20;
-
-unsigned blocks_for(int64_t count) {
-  return static_cast<unsigned>(std::min<int64_t>((count + kThreads - 1) / kThreads, kMaxBlocks));
-}
-
-__device__ int64_t first_index() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
-
-// Calls fn(T{}) with T the unsigned integer of `elem_bytes` bytes.
-template <typename Fn>
-void by_size(int elem_bytes, Fn&& fn) {
-  switch (elem_bytes) {
-    case 1: fn(uint8_t{}); break;
-    case 2: fn(uint16_t{}); break;
-    case 4: fn(uint32_t{}); break;
-    default: fn(uint64_t{}); break;
+// Right-aligns `dims` without merging (Tile pairs each output dim with an input dim).
+Dims align_right(const Dims& dims) {
+  Dims aligned;
+  aligned.rank = dims.rank;
+  const int first = kMaxRank - dims.rank;
+  for (int d = 0; d < kMaxRank; ++d) {
+    aligned.size[d] = d < first ? 1 : dims.size[d - first];
+    aligned.stride[d] = d < first ? 0 : dims.stride[d - first];
   }
+  return aligned;
 }
 
 // Drops dims of extent 1 and merges neighbours that are contiguous in the source, then moves
@@ -50,27 +39,8 @@ int simplify_and_align(Dims& layout) {
     merged.stride[merged.rank] = layout.stride[d];
     ++merged.rank;
   }
-  Dims aligned;
-  aligned.rank = merged.rank;
-  const int first = kMaxRank - merged.rank;
-  for (int d = 0; d < kMaxRank; ++d) {
-    aligned.size[d] = d < first ? 1 : merged.size[d - first];
-    aligned.stride[d] = d < first ? 0 : merged.stride[d - first];
-  }
-  layout = aligned;
-  return first;
-}
-
-// Right-aligns `dims` without merging (Tile pairs each output dim with an input dim).
-Dims align_right(const Dims& dims) {
-  Dims aligned;
-  aligned.rank = dims.rank;
-  const int first = kMaxRank - dims.rank;
-  for (int d = 0; d < kMaxRank; ++d) {
-    aligned.size[d] = d < first ? 1 : dims.size[d - first];
-    aligned.stride[d] = d < first ? 0 : dims.stride[d - first];
-  }
-  return aligned;
+  layout = align_right(merged);
+  return kMaxRank - merged.rank;
 }
 
 // Index arithmetic in 32 bits when every position fits: 64-bit division is several times
@@ -113,7 +83,15 @@ __global__ void tile_kernel(const T* src, T* dst, Dims output, Dims input, int f
   }
 }
 
-bool fits_32_bits(int64_t count) { return count <= std::numeric_limits<uint32_t>::max(); }
+// Calls launch(Index{}) with the index type of the kernels above for `count` elements.
+template <typename Launch>
+void with_index(int64_t count, Launch&& launch) {
+  if (count <= std::numeric_limits<uint32_t>::max()) {
+    launch(uint32_t{});
+  } else {
+    launch(uint64_t{});
+  }
+}
 
 template <typename U>
 __global__ void copy_rows_kernel(const U* src, int64_t src_pitch, U* dst, int64_t dst_pitch,
@@ -215,12 +193,6 @@ __global__ void trilu_kernel(const T* src, T* dst, int64_t rows, int64_t cols, c
   }
 }
 
-int64_t element_count(const Dims& dims) {
-  int64_t count = 1;
-  for (int d = 0; d < dims.rank; ++d) count *= dims.size[d];
-  return count;
-}
-
 }  // namespace
 
 void launch_strided_gather(const void* src, void* dst, const Dims& layout, int64_t offset,
@@ -233,13 +205,10 @@ void launch_strided_gather(const void* src, void* dst, const Dims& layout, int64
     using T = decltype(tag);
     const auto* from = static_cast<const T*>(src);
     auto* to = static_cast<T*>(dst);
-    if (fits_32_bits(count)) {
-      strided_gather_kernel<T, uint32_t>
+    with_index(count, [&](auto index) {
+      strided_gather_kernel<T, decltype(index)>
           <<<blocks_for(count), kThreads, 0, stream>>>(from, to, aligned, first, offset, count);
-    } else {
-      strided_gather_kernel<T, uint64_t>
-          <<<blocks_for(count), kThreads, 0, stream>>>(from, to, aligned, first, offset, count);
-    }
+    });
   });
 }
 
@@ -254,13 +223,10 @@ void launch_tile(const void* src, void* dst, const Dims& output, const Dims& inp
     using T = decltype(tag);
     const auto* from = static_cast<const T*>(src);
     auto* to = static_cast<T*>(dst);
-    if (fits_32_bits(count)) {
-      tile_kernel<T, uint32_t>
+    with_index(count, [&](auto index) {
+      tile_kernel<T, decltype(index)>
           <<<blocks_for(count), kThreads, 0, stream>>>(from, to, out, in, first, count);
-    } else {
-      tile_kernel<T, uint64_t>
-          <<<blocks_for(count), kThreads, 0, stream>>>(from, to, out, in, first, count);
-    }
+    });
   });
 }
 

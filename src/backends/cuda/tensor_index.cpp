@@ -9,12 +9,6 @@
 namespace tandem::cuda {
 namespace {
 
-int64_t product(const Shape& shape, size_t begin, size_t end) {
-  int64_t count = 1;
-  for (size_t d = begin; d < end; ++d) count *= shape[d];
-  return count;
-}
-
 Elem index_elem(const Tensor& indices) {
   return indices.dtype() == DType::kInt32 ? Elem::kI32 : Elem::kI64;
 }
@@ -28,8 +22,8 @@ class GatherKernel final : public Kernel {
     const int64_t axis = normalize_axis(node_.attr_int("axis", 0), data.rank());
     const auto a = static_cast<size_t>(axis);
     launch_gather(data.raw(), inputs[1].raw(), index_elem(inputs[1]), outputs[0].raw(),
-                  product(data.shape(), 0, a), data.dim(axis),
-                  product(data.shape(), a + 1, data.shape().size()), inputs[1].numel(),
+                  extent_of(data.shape(), 0, a), data.dim(axis),
+                  extent_of(data.shape(), a + 1, data.shape().size()), inputs[1].numel(),
                   elem_bytes(data.dtype()), context_.stream());
   }
 
@@ -97,11 +91,11 @@ TupleLayout tuple_layout(const Shape& data, const Shape& indices, int64_t batch_
     layout.dim[j] = data[first + static_cast<size_t>(j)];
     layout.stride[j] = strides[first + static_cast<size_t>(j)];
   }
-  layout.tuples = depth == 0 ? 0 : product(indices, 0, indices.size()) / depth;
-  const int64_t batches = product(indices, 0, first);
+  layout.tuples = depth == 0 ? 0 : extent_of(indices, 0, indices.size()) / depth;
+  const int64_t batches = extent_of(indices, 0, first);
   layout.per_batch = batches == 0 ? 1 : std::max<int64_t>(layout.tuples / batches, 1);
   layout.batch_stride = batch_dims == 0 ? 0 : strides[first - 1];
-  layout.slice = product(data, first + static_cast<size_t>(depth), data.size());
+  layout.slice = extent_of(data, first + static_cast<size_t>(depth), data.size());
   return layout;
 }
 
@@ -123,7 +117,7 @@ class GatherNDKernel final : public Kernel {
 
 class ScatterNDKernel final : public Kernel {
  public:
-  explicit ScatterNDKernel(CudaContext& context) : context_(context) {}
+  ScatterNDKernel(const KernelSpec&, CudaContext& context) : context_(context) {}
   void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override {
     const Tensor& data = inputs[0];
     Tensor& out = outputs[0];
@@ -162,8 +156,8 @@ class OneHotKernel final : public Kernel {
       out = context_.allocate(dtype_, shape);
     }
     launch_one_hot(indices.raw(), index_elem_, inputs[2].raw(), out.raw(),
-                   product(indices.shape(), 0, a), out.dim(axis),
-                   product(indices.shape(), a, indices.shape().size()), elem_bytes(out.dtype()),
+                   extent_of(indices.shape(), 0, a), out.dim(axis),
+                   extent_of(indices.shape(), a, indices.shape().size()), elem_bytes(out.dtype()),
                    context_.stream());
   }
 
@@ -182,25 +176,16 @@ std::string scatter_refusal(const Node& node, const Graph& graph) {
   return move_refusal(node, graph);
 }
 
-template <typename K>
-std::unique_ptr<Kernel> make(const KernelSpec& spec, CudaContext& context) {
-  return std::make_unique<K>(spec, context);
-}
-
-std::unique_ptr<Kernel> make_scatter_nd(const KernelSpec&, CudaContext& context) {
-  return std::make_unique<ScatterNDKernel>(context);
-}
-
 }  // namespace
 
 std::vector<CudaOp> tensor_index_ops() {
   return {
-      {"Gather", move_refusal, make<GatherKernel>},
-      {"GatherElements", move_refusal, make<GatherElementsKernel>},
-      {"GatherND", move_refusal, make<GatherNDKernel>},
-      {"ScatterND", scatter_refusal, make_scatter_nd},
-      {"ScatterElements", scatter_refusal, make<ScatterElementsKernel>},
-      {"OneHot", move_refusal, make<OneHotKernel>},
+      {"Gather", move_refusal, make_kernel<GatherKernel>},
+      {"GatherElements", move_refusal, make_kernel<GatherElementsKernel>},
+      {"GatherND", move_refusal, make_kernel<GatherNDKernel>},
+      {"ScatterND", scatter_refusal, make_kernel<ScatterNDKernel>},
+      {"ScatterElements", scatter_refusal, make_kernel<ScatterElementsKernel>},
+      {"OneHot", move_refusal, make_kernel<OneHotKernel>},
   };
 }
 

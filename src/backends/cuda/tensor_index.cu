@@ -1,46 +1,24 @@
 // Kernels of the indexing ops (see tensor_index_launch.h). One thread per output (gathers) or
 // update (scatters) element; elements move as unsigned integers of their size.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
-#include <algorithm>
 #include <cstdint>
 
+#include "backends/cuda/device_common.cuh"
 #include "backends/cuda/tensor_index_launch.h"
 
 namespace tandem::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = int64_t{1} << 20;
-
-unsigned blocks_for(int64_t count) {
-  return static_cast<unsigned>(std::min<int64_t>((count + kThreads - 1) / kThreads, kMaxBlocks));
-}
-
-__device__ int64_t first_index() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
-
+// Calls fn(T{}, I{}) with T the unsigned integer of `elem_bytes` bytes and I the integer type of
+// an index tensor (int32 or int64).
 template <typename Fn>
-void by_size(int elem_bytes, Fn&& fn) {
-  switch (elem_bytes) {
-    case 1: fn(uint8_t{}); break;
-    case 2: fn(uint16_t{}); break;
-    case 4: fn(uint32_t{}); break;
-    default: fn(uint64_t{}); break;
-  }
-}
-
-// Calls fn(I{}) with I the integer type of an index tensor (int32 or int64).
-template <typename Fn>
-void by_index(Elem index_elem, Fn&& fn) {
-  if (index_elem == Elem::kI32) {
-    fn(int32_t{});
-  } else {
-    fn(int64_t{});
-  }
+void by_size_and_index(int elem_bytes, Elem index_elem, Fn&& fn) {
+  by_size(elem_bytes, [&](auto value) {
+    if (index_elem == Elem::kI32) {
+      fn(value, int32_t{});
+    } else {
+      fn(value, int64_t{});
+    }
+  });
 }
 
 // An index resolved against `dim` (negative ones count from the end), or -1 when out of range.
@@ -168,14 +146,12 @@ void launch_gather(const void* data, const void* indices, Elem index_elem, void*
                    int64_t dim, int64_t inner, int64_t count, int elem_bytes, cudaStream_t stream) {
   const int64_t total = outer * count * inner;
   if (total == 0) return;
-  by_size(elem_bytes, [&](auto value_tag) {
+  by_size_and_index(elem_bytes, index_elem, [&](auto value_tag, auto index_tag) {
     using T = decltype(value_tag);
-    by_index(index_elem, [&](auto index_tag) {
-      using I = decltype(index_tag);
-      gather_kernel<T, I><<<blocks_for(total), kThreads, 0, stream>>>(
-          static_cast<const T*>(data), static_cast<const I*>(indices), static_cast<T*>(dst), dim,
-          inner, count, total);
-    });
+    using I = decltype(index_tag);
+    gather_kernel<T, I><<<blocks_for(total), kThreads, 0, stream>>>(
+        static_cast<const T*>(data), static_cast<const I*>(indices), static_cast<T*>(dst), dim,
+        inner, count, total);
   });
 }
 
@@ -193,14 +169,12 @@ void launch_gather_elements(const void* data, const void* indices, Elem index_el
                             const ElementsLayout& layout, int elem_bytes, cudaStream_t stream) {
   const int64_t total = element_count(layout);
   if (total == 0) return;
-  by_size(elem_bytes, [&](auto value_tag) {
+  by_size_and_index(elem_bytes, index_elem, [&](auto value_tag, auto index_tag) {
     using T = decltype(value_tag);
-    by_index(index_elem, [&](auto index_tag) {
-      using I = decltype(index_tag);
-      gather_elements_kernel<T, I><<<blocks_for(total), kThreads, 0, stream>>>(
-          static_cast<const T*>(data), static_cast<const I*>(indices), static_cast<T*>(dst), layout,
-          total);
-    });
+    using I = decltype(index_tag);
+    gather_elements_kernel<T, I><<<blocks_for(total), kThreads, 0, stream>>>(
+        static_cast<const T*>(data), static_cast<const I*>(indices), static_cast<T*>(dst), layout,
+        total);
   });
 }
 
@@ -208,14 +182,12 @@ void launch_scatter_elements(void* out, const void* indices, Elem index_elem, co
                              const ElementsLayout& layout, int elem_bytes, cudaStream_t stream) {
   const int64_t total = element_count(layout);
   if (total == 0) return;
-  by_size(elem_bytes, [&](auto value_tag) {
+  by_size_and_index(elem_bytes, index_elem, [&](auto value_tag, auto index_tag) {
     using T = decltype(value_tag);
-    by_index(index_elem, [&](auto index_tag) {
-      using I = decltype(index_tag);
-      scatter_elements_kernel<T, I><<<blocks_for(total), kThreads, 0, stream>>>(
-          static_cast<T*>(out), static_cast<const I*>(indices), static_cast<const T*>(updates),
-          layout, total);
-    });
+    using I = decltype(index_tag);
+    scatter_elements_kernel<T, I><<<blocks_for(total), kThreads, 0, stream>>>(
+        static_cast<T*>(out), static_cast<const I*>(indices), static_cast<const T*>(updates),
+        layout, total);
   });
 }
 
@@ -248,22 +220,12 @@ void launch_one_hot(const void* indices, Elem index_elem, const void* values, vo
   if (total == 0) return;
   by_size(elem_bytes, [&](auto value_tag) {
     using T = decltype(value_tag);
-    auto launch = [&](auto index_tag) {
+    by_elem(index_elem, [&](auto index_tag) {
       using I = decltype(index_tag);
       one_hot_kernel<T, I><<<blocks_for(total), kThreads, 0, stream>>>(
           static_cast<const I*>(indices), static_cast<const T*>(values), static_cast<T*>(dst),
           depth, inner, total);
-    };
-    switch (index_elem) {
-      case Elem::kF32: launch(float{}); break;
-      case Elem::kF16: launch(__half{}); break;
-      case Elem::kBF16: launch(__nv_bfloat16{}); break;
-      case Elem::kF64: launch(double{}); break;
-      case Elem::kI64: launch(int64_t{}); break;
-      case Elem::kI32: launch(int32_t{}); break;
-      case Elem::kI8: launch(int8_t{}); break;
-      default: launch(uint8_t{}); break;  // uint8 and bool
-    }
+    });
   });
 }
 

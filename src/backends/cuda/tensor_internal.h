@@ -44,7 +44,4 @@ class HostInput {
   Tensor constant_;
 };
 
-// Copies `bytes` between two device buffers on the context's stream.
-void copy_device(CudaContext& context, void* dst, const void* src, size_t bytes);
-
 }  // namespace tandem::cuda

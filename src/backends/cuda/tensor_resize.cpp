@@ -6,9 +6,6 @@
 #include "ir/ops/tensor_resize.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <limits>
 #include <stdexcept>
 
 #include "backends/cuda/tensor_internal.h"
@@ -32,34 +29,20 @@ AxisTaps axis_taps(const ResizeAttributes& a, int64_t in, int64_t out, float sca
   AxisTaps t;
   t.offsets.assign(static_cast<size_t>(2 * out), 0);
   t.weights.assign(static_cast<size_t>(2 * out), 0.0f);
-  const auto last = static_cast<float>(in - 1);
   auto clamp_index = [&](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1) * stride; };
   for (int64_t j = 0; j < out; ++j) {
     int64_t* offset = &t.offsets[static_cast<size_t>(2 * j)];
     float* weight = &t.weights[static_cast<size_t>(2 * j)];
-    float x = resize_source_coordinate(a.coordinates, static_cast<float>(j), scale, out, in,
-                                       roi_start, roi_end);
-    if (a.coordinates == ResizeCoordinates::kTfCropAndResize && !(x >= 0.0f && x <= last)) {
+    const ResizeSample sample = resize_sample(a, j, scale, out, in, roi_start, roi_end);
+    if (sample.outside) {
       offset[0] = -1;
       continue;
     }
-    // Every mode maps into [-1, in]; bounding x keeps the integer conversion defined.
-    if (!(x >= -4.0f)) x = -4.0f;
-    if (!(x <= last + 4.0f)) x = last + 4.0f;
-    const float floor_x = std::floor(x);
-    const float ratio = x - floor_x;
-    const auto base = static_cast<int64_t>(floor_x);
+    const int64_t base = sample.base;
+    const float ratio = sample.ratio;
     if (a.mode == ResizeMode::kNearest) {
-      bool up = false;
-      if (ratio > 0.0f) {
-        switch (a.nearest) {
-          case ResizeNearest::kRoundPreferFloor: up = ratio > 0.5f; break;
-          case ResizeNearest::kRoundPreferCeil: up = ratio >= 0.5f; break;
-          case ResizeNearest::kFloor: up = false; break;
-          case ResizeNearest::kCeil: up = true; break;
-        }
-      }
-      offset[0] = offset[1] = clamp_index(base + (up ? 1 : 0));
+      offset[0] = offset[1] =
+          clamp_index(base + (resize_nearest_rounds_up(a.nearest, ratio) ? 1 : 0));
       weight[0] = 1.0f;
       continue;
     }
@@ -84,41 +67,6 @@ AxisTaps axis_taps(const ResizeAttributes& a, int64_t in, int64_t out, float sca
   return t;
 }
 
-// extrapolation_value in the tensor's own dtype (integers: rounded toward zero and saturated),
-// as the CPU kernel stores it.
-uint64_t fill_bits(DType dtype, float v) {
-  uint64_t bits = 0;
-  auto store = [&bits](auto value) { std::memcpy(&bits, &value, sizeof(value)); };
-  auto integer = [&](auto zero) {
-    using T = decltype(zero);
-    const double lo = static_cast<double>(std::numeric_limits<T>::min());
-    const double hi = static_cast<double>(std::numeric_limits<T>::max());
-    const double t = std::trunc(double{v});
-    if (std::isnan(t)) {
-      store(T{0});
-    } else if (t >= hi) {
-      store(std::numeric_limits<T>::max());
-    } else if (t <= lo) {
-      store(std::numeric_limits<T>::min());
-    } else {
-      store(static_cast<T>(t));
-    }
-  };
-  switch (dtype) {
-    case DType::kFloat32: store(v); break;
-    case DType::kFloat64: store(double{v}); break;
-    case DType::kFloat16: store(float_to_half(v)); break;
-    case DType::kBFloat16: store(float_to_bfloat16(v)); break;
-    case DType::kInt8: integer(int8_t{}); break;
-    case DType::kUInt8: integer(uint8_t{}); break;
-    case DType::kInt32: integer(int32_t{}); break;
-    case DType::kInt64: integer(int64_t{}); break;
-    case DType::kBool: store(static_cast<uint8_t>(v != 0.0f)); break;
-    default: break;
-  }
-  return bits;
-}
-
 class ResizeKernel final : public Kernel {
  public:
   ResizeKernel(const KernelSpec& spec, CudaContext& context)
@@ -131,7 +79,7 @@ class ResizeKernel final : public Kernel {
         roi_(spec, 1),
         scales_(spec, 2),
         sizes_(spec, 3) {
-    layout_.fill_bits = fill_bits(dtype_, attributes_.extrapolation_value);
+    layout_.fill_bits = resize_fill_bits(dtype_, attributes_.extrapolation_value);
   }
 
   void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override {
@@ -216,12 +164,10 @@ std::string resize_refusal(const Node& node, const Graph& graph) {
   return move_refusal(node, graph);
 }
 
-std::unique_ptr<Kernel> make_resize(const KernelSpec& spec, CudaContext& context) {
-  return std::make_unique<ResizeKernel>(spec, context);
-}
-
 }  // namespace
 
-std::vector<CudaOp> tensor_resize_ops() { return {{"Resize", resize_refusal, make_resize}}; }
+std::vector<CudaOp> tensor_resize_ops() {
+  return {{"Resize", resize_refusal, make_kernel<ResizeKernel>}};
+}
 
 }  // namespace tandem::cuda

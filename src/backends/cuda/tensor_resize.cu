@@ -1,30 +1,16 @@
 // Resize's kernels (see tensor_resize_launch.h): one thread per output element, which reads its
 // taps from the per-axis tables. Dims are right-aligned in the arrays so that the unrolled loops
 // index them with constants.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
+#include "backends/cuda/device_common.cuh"
 #include "backends/cuda/tensor_resize_launch.h"
 
 namespace tandem::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = int64_t{1} << 20;
 constexpr int kLast = kMaxRank - 1;
-
-unsigned blocks_for(int64_t count) {
-  return static_cast<unsigned>(std::min<int64_t>((count + kThreads - 1) / kThreads, kMaxBlocks));
-}
-
-__device__ int64_t first_index() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
 template <typename T>
 __device__ T from_bits(uint64_t bits) {
@@ -32,16 +18,6 @@ __device__ T from_bits(uint64_t bits) {
   memcpy(&value, &bits, sizeof(T));
   return value;
 }
-
-__device__ float load(float v) { return v; }
-__device__ double load(double v) { return v; }
-__device__ float load(__half v) { return __half2float(v); }
-__device__ float load(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-__device__ void store(float* to, float v) { *to = v; }
-__device__ void store(double* to, double v) { *to = v; }
-__device__ void store(__half* to, float v) { *to = __float2half_rn(v); }
-__device__ void store(__nv_bfloat16* to, float v) { *to = __float2bfloat16_rn(v); }
 
 template <typename T>
 __global__ void resize_nearest_kernel(const T* src, T* dst, ResizeLayout layout, int first,
@@ -109,13 +85,13 @@ __global__ void resize_linear_kernel(const T* src, T* dst, ResizeLayout layout, 
         base += second ? offset1[d] : offset0[d];
         weight *= second ? weight1[d] : weight0[d];
       }
-      Acc sample = weight0[kLast] * static_cast<Acc>(load(src[base + offset0[kLast]]));
+      Acc sample = weight0[kLast] * static_cast<Acc>(widen(src[base + offset0[kLast]]));
       if (layout.taps[kLast] == 2) {
-        sample += weight1[kLast] * static_cast<Acc>(load(src[base + offset1[kLast]]));
+        sample += weight1[kLast] * static_cast<Acc>(widen(src[base + offset1[kLast]]));
       }
       acc += weight * sample;
     }
-    store(&dst[i], acc);
+    dst[i] = narrow<T>(acc);
   }
 }
 
@@ -146,17 +122,11 @@ void launch_resize_nearest(const void* src, void* dst, const ResizeLayout& layou
   if (count == 0) return;
   const ResizeLayout aligned = align_right(layout);
   const int first = kMaxRank - layout.rank;
-  auto launch = [&](auto tag) {
+  by_size(elem_bytes, [&](auto tag) {
     using T = decltype(tag);
     resize_nearest_kernel<T><<<blocks_for(count), kThreads, 0, stream>>>(
         static_cast<const T*>(src), static_cast<T*>(dst), aligned, first, offsets, count);
-  };
-  switch (elem_bytes) {
-    case 1: launch(uint8_t{}); break;
-    case 2: launch(uint16_t{}); break;
-    case 4: launch(uint32_t{}); break;
-    default: launch(uint64_t{}); break;
-  }
+  });
 }
 
 void launch_resize_linear(const void* src, void* dst, const ResizeLayout& layout,

@@ -3,8 +3,10 @@
 // DepthToSpace, SpaceToDepth). Shape inference folds with them and CPU kernels copy with them,
 // so both read the same rules.
 #include <span>
+#include <string>
 #include <vector>
 
+#include "ir/graph.h"
 #include "ir/shape.h"
 #include "ir/tensor.h"
 
@@ -42,6 +44,17 @@ StridedLayout space_to_depth_layout(const Shape& input, int64_t block);
 // input over `axes` (all axes when empty); axes already validated.
 std::vector<int64_t> pads_per_axis(size_t rank, std::span<const int64_t> pads,
                                    std::span<const int64_t> axes);
+
+// Pad's mode attribute (validated by the schema) as `Mode`, the backend's enum with the
+// enumerators kConstant, kReflect, kEdge and kWrap.
+template <typename Mode>
+Mode pad_mode(const Node& node) {
+  const std::string mode = node.attr_string("mode", "constant");
+  if (mode == "reflect") return Mode::kReflect;
+  if (mode == "edge") return Mode::kEdge;
+  if (mode == "wrap") return Mode::kWrap;
+  return Mode::kConstant;
+}
 
 // Copies the elements `layout` selects from `src` into a new tensor of layout.shape (simple and
 // serial: for folding small tensors at import).

@@ -1,6 +1,6 @@
 #pragma once
 // Resize's rules (attributes, output sizes, the coordinate each output index samples), shared by
-// its schema and the CPU kernel so both agree on every size and sampling position.
+// its schema and the backends' kernels so all agree on every size and sampling position.
 //
 // Where ONNX Runtime and the ONNX spec agree but the onnx Python reference differs, ONNX Runtime
 // is followed: output sizes ignore roi (as in ONNX Runtime and ONNX's own shape inference,
@@ -64,5 +64,23 @@ ResizeGeometry resize_geometry(const Node& node, const ResizeAttributes& attribu
 // resized to `out_len` with `scale` (ONNX Runtime's float formulas).
 float resize_source_coordinate(ResizeCoordinates mode, float x, float scale, int64_t out_len,
                                int64_t in_len, float roi_start, float roi_end);
+
+// Where output index `j` samples along one axis of length `in` resized to `out` (the kernels'
+// rule): the source coordinate's floor `base` and fraction `ratio`, the coordinate bounded to
+// [-4, in + 3] so that `base` is defined; or `outside` the input (tf_crop_and_resize only).
+struct ResizeSample {
+  bool outside = false;
+  int64_t base = 0;
+  float ratio = 0.0f;
+};
+ResizeSample resize_sample(const ResizeAttributes& attributes, int64_t j, float scale, int64_t out,
+                           int64_t in, float roi_start, float roi_end);
+
+// Whether nearest mode takes base + 1 rather than base for a sample at fraction `ratio`.
+bool resize_nearest_rounds_up(ResizeNearest nearest, float ratio);
+
+// The bits of extrapolation_value `value` as one element of `dtype` (integers: rounded toward
+// zero and saturated; NaN gives 0), which tf_crop_and_resize writes outside the input.
+uint64_t resize_fill_bits(DType dtype, float value);
 
 }  // namespace tandem

@@ -2,6 +2,7 @@
 // (tensor_resize.h), its schema and cost.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -233,6 +234,65 @@ float resize_source_coordinate(ResizeCoordinates mode, float x, float scale, int
                          : static_cast<float>(0.5 * (roi_start + roi_end) * (in - 1));
   }
   return 0.0f;
+}
+
+ResizeSample resize_sample(const ResizeAttributes& attributes, int64_t j, float scale, int64_t out,
+                           int64_t in, float roi_start, float roi_end) {
+  const auto last = static_cast<float>(in - 1);
+  float x = resize_source_coordinate(attributes.coordinates, static_cast<float>(j), scale, out, in,
+                                     roi_start, roi_end);
+  if (attributes.coordinates == ResizeCoordinates::kTfCropAndResize && !(x >= 0.0f && x <= last)) {
+    return {true, 0, 0.0f};
+  }
+  // Every mode maps into [-1, in]; bounding x keeps the integer conversion defined.
+  if (!(x >= -4.0f)) x = -4.0f;
+  if (!(x <= last + 4.0f)) x = last + 4.0f;
+  const float floor_x = std::floor(x);
+  return {false, static_cast<int64_t>(floor_x), x - floor_x};
+}
+
+bool resize_nearest_rounds_up(ResizeNearest nearest, float ratio) {
+  if (!(ratio > 0.0f)) return false;
+  switch (nearest) {
+    case ResizeNearest::kRoundPreferFloor: return ratio > 0.5f;
+    case ResizeNearest::kRoundPreferCeil: return ratio >= 0.5f;
+    case ResizeNearest::kFloor: return false;
+    case ResizeNearest::kCeil: return true;
+  }
+  return false;
+}
+
+uint64_t resize_fill_bits(DType dtype, float value) {
+  uint64_t bits = 0;
+  auto store = [&]<typename T>(T v) { std::memcpy(&bits, &v, sizeof(T)); };
+  auto integer = [&]<typename T>() {
+    const double lo = static_cast<double>(std::numeric_limits<T>::min());
+    const double hi = static_cast<double>(std::numeric_limits<T>::max());
+    const double t = std::trunc(double{value});
+    if (std::isnan(t)) {
+      store(T{0});
+    } else if (t >= hi) {
+      store(std::numeric_limits<T>::max());
+    } else if (t <= lo) {
+      store(std::numeric_limits<T>::min());
+    } else {
+      store(static_cast<T>(t));
+    }
+  };
+  switch (dtype) {
+    case DType::kFloat32: store(value); break;
+    case DType::kFloat64: store(double{value}); break;
+    case DType::kFloat16: store(float_to_half(value)); break;
+    case DType::kBFloat16: store(float_to_bfloat16(value)); break;
+    case DType::kInt8: integer.operator()<int8_t>(); break;
+    case DType::kUInt8: integer.operator()<uint8_t>(); break;
+    case DType::kInt16: integer.operator()<int16_t>(); break;
+    case DType::kInt32: integer.operator()<int32_t>(); break;
+    case DType::kInt64: integer.operator()<int64_t>(); break;
+    case DType::kBool: store(static_cast<uint8_t>(value != 0.0f)); break;
+    default: break;
+  }
+  return bits;
 }
 
 namespace tensor_ops {
