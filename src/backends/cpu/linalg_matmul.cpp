@@ -117,16 +117,19 @@ Tensor constant_input(const KernelSpec& spec, size_t index) {
              : Tensor();
 }
 
-bool all_static(const KernelSpec& spec) {
-  return std::all_of(spec.input_types.begin(), spec.input_types.end(),
-                     [](const TensorType& t) { return is_static(t.shape); });
+// Whether the oneDNN primitive can be built ahead: static shapes, none of them empty (oneDNN
+// divides by zero on an empty problem; run() handles empty tensors without it).
+bool buildable_ahead(const KernelSpec& spec) {
+  return std::all_of(spec.input_types.begin(), spec.input_types.end(), [](const TensorType& t) {
+    return is_static(t.shape) && (t.dtype == DType::kUndefined || numel(t.shape) > 0);
+  });
 }
 
 class MatMulKernel final : public Kernel {
  public:
   explicit MatMulKernel(const KernelSpec& spec)
       : node_(spec.node), activation_(spec.node), weights_(constant_input(spec, 1)) {
-    if (spec.input_types[0].dtype == DType::kFloat32 && all_static(spec)) {
+    if (spec.input_types[0].dtype == DType::kFloat32 && buildable_ahead(spec)) {
       build(spec.input_types[0].shape, spec.input_types[1].shape);
     }
   }
@@ -262,7 +265,7 @@ class GemmKernel final : public Kernel {
         weights_(constant_input(spec, 1)) {
     const bool has_c =
         spec.input_types.size() > 2 && spec.input_types[2].dtype != DType::kUndefined;
-    if (spec.input_types[0].dtype == DType::kFloat32 && all_static(spec)) {
+    if (spec.input_types[0].dtype == DType::kFloat32 && buildable_ahead(spec)) {
       build(spec.input_types[0].shape, spec.input_types[1].shape,
             has_c ? spec.input_types[2].shape : Shape{}, has_c);
     }
