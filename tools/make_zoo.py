@@ -562,8 +562,10 @@ def make_one(name, out_root):
         np.save(os.path.join(out_root, e["file"]), arr)
         outputs.append(e)
 
-    dims = {"batch": BATCH}
-    dims.update(EXTRA_DIMS.get(name, {}))
+    # Only the symbolic dims the inputs declare: `tandem --dim` refuses a name the model lacks.
+    symbols = {d.dim_param for vi in model.graph.input for d in vi.type.tensor_type.shape.dim
+               if d.dim_param}
+    dims = {k: v for k, v in {"batch": BATCH, **EXTRA_DIMS.get(name, {})}.items() if k in symbols}
     files = sorted(os.listdir(mdir))
     external = [f for f in files if f not in ("model.onnx", "inputs", "expected")]
     entry = {

@@ -46,7 +46,13 @@ int main(int argc, char** argv) {
   run_verb->add_option("--output-dir", run.output_dir, "write every output as DIR/NAME.npy");
   run_verb->add_option("--threads", run.threads, "CPU threads (default: all cores)")
       ->check(CLI::Range(1, 1024));
-  run_verb->add_option("--seed", run.seed, "seed of the random inputs")->capture_default_str();
+  run_verb->add_option("--seed", run.seed, "seed of the random inputs")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            return text.starts_with("-") ? "a seed is a non-negative integer" : std::string();
+          },
+          "", "non-negative"))
+      ->capture_default_str();
   run_verb->add_option("--warmup", run.warmup, "untimed runs first")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));

@@ -94,6 +94,17 @@ ImportedModel load_model(const ModelOptions& options,
   std::fprintf(stderr, "\rloading weights %3d%%%s", percent, done == total ? "\n" : "");
 };
 ImportedModel model = import_onnx(options.model, import);
+// A --dim that names no symbolic dimension would otherwise be silently ignored.
+for (const std::string& dim : options.dims) {
+  const std::string name = split_assignment(dim, "--dim").first;
+  if (model.bound_dims.count(name)) continue;
+  std::string known;
+  for (const auto& [symbol, size] : model.bound_dims) known += (known.empty() ? "" : ", ") + symbol;
+  throw InputError("--dim " + dim,
+                   "the model's inputs have no symbolic dimension '" + name + "' (" +
+                       (known.empty() ? "their shapes are all fixed" : "they have: " + known) +
+                       ")");
+}
 for (const std::string& name : model.unbound_dims) {
   if (!options.json)
     std::fprintf(stderr, "note: symbolic dimension '%s' bound to 1 (set it with --dim %s=N)\n",

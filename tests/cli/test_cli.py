@@ -154,6 +154,13 @@ class BadInput(unittest.TestCase):
         self.check_one_line_error(tandem("run", model, "--shape", "x=3x256", "--input", "x=" + x), x,
                                   "differs from --shape x=3x256")
         self.check_one_line_error(tandem("run", model, "--shape", "x=2x3x4"), "--shape x=2x3x4", "rank")
+        # A --dim that names nothing is an error, not ignored; the message lists what there is.
+        self.check_one_line_error(tandem("run", model, "--dim", "nosuch=4"), "--dim nosuch=4",
+                                  "no symbolic dimension 'nosuch' (they have: batch)")
+        for verb in ("inspect", "plan"):
+            result = tandem(verb, model, "--dim", "nosuch=4")
+            self.assertEqual(result.returncode, 2, f"{verb}: {result.stderr}")
+        self.assertEqual(tandem("run", model, "--seed", "-5").returncode, 2)
 
     def test_absurd_dim_from_the_command_line(self):
         model = zoo("mlp", "model.onnx")
