@@ -1,7 +1,10 @@
 // The `tandem` command: parses arguments and hands each verb to its command.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <new>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "ir/error.h"
@@ -20,6 +23,70 @@ void add_model_options(CLI::App& verb, ModelOptions& options) {
                   "an input from a .npy file, NAME=FILE.npy: binds its shape (run: and its data; "
                   "random when absent)");
   verb.add_flag("--json", options.json, "print JSON instead of tables");
+}
+
+// Levenshtein distance, for "did you mean".
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// " (did you mean X?)" for the closest candidate within a third of the word's length, or "".
+std::string suggestion(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const std::string& candidate : candidates) {
+    const size_t distance = edit_distance(word, candidate);
+    if (distance < best_distance) {
+      best = candidate;
+      best_distance = distance;
+    }
+  }
+  return best.empty() ? "" : " (did you mean " + best + "?)";
+}
+
+// The parser's errors in the tool's own format: one line `tandem: error: <verb>: <what>`, with
+// a suggestion for an unknown verb or option; exit status 2. Help and version print as usual.
+int parse_failure(const CLI::App& app, const CLI::ParseError& error) {
+  if (error.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
+    return app.exit(error) == 0 ? kExitOk : kExitBadInput;
+  }
+  const CLI::App* verb = &app;
+  for (const CLI::App* sub : app.get_subcommands()) verb = sub;
+  std::string what = error.what();
+  what = what.substr(0, what.find('\n'));
+  const std::vector<std::string> extras = verb->remaining();
+  if (verb == &app && (extras.empty() || dynamic_cast<const CLI::RequiredError*>(&error))) {
+    std::vector<std::string> verbs;
+    for (const CLI::App* sub : app.get_subcommands({})) verbs.push_back(sub->get_name());
+    what = extras.empty()
+               ? "no verb given (tandem --help lists them)"
+               : "unknown verb '" + extras.front() + "'" + suggestion(extras.front(), verbs);
+  } else if (!extras.empty() && dynamic_cast<const CLI::ExtrasError*>(&error)) {
+    const std::string& word = extras.front();
+    if (word.starts_with("-")) {
+      std::vector<std::string> flags;
+      for (const CLI::Option* option : verb->get_options()) {
+        for (const std::string& name : option->get_lnames()) flags.push_back("--" + name);
+      }
+      what = "unknown option " + word + suggestion(word.substr(0, word.find('=')), flags);
+    } else {
+      what = "unexpected argument '" + word + "'";
+    }
+  }
+  std::fprintf(stderr, "tandem: error: %s: %s\n",
+               verb == &app ? "tandem" : verb->get_name().c_str(), what.c_str());
+  return kExitBadInput;
 }
 
 }  // namespace
@@ -183,8 +250,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int status = app.exit(e);
-    return status == 0 ? kExitOk : kExitBadInput;
+    return parse_failure(app, e);
   }
   try {
     if (*inspect_verb) return inspect_command(inspect);

@@ -33,6 +33,21 @@ class Help(unittest.TestCase):
         self.assertEqual(tandem().returncode, 2)
         self.assertEqual(tandem("frobnicate").returncode, 2)
 
+    def test_parser_errors_are_one_line_with_a_suggestion(self):
+        model = zoo("mlp", "model.onnx")
+        cases = [
+            (["runn"], "tandem: error: tandem: unknown verb 'runn' (did you mean run?)"),
+            (["run", model, "--iterationz", "3"],
+             "tandem: error: run: unknown option --iterationz (did you mean --iterations?)"),
+            (["run", model, "--threads", "0"], "tandem: error: run: --threads: Value 0 not in range 1 to 1024"),
+            (["run"], "tandem: error: run: model is required"),
+            (["run", model, "extra"], "tandem: error: run: unexpected argument 'extra'"),
+        ]
+        for args, line in cases:
+            result = tandem(*args)
+            self.assertEqual(result.returncode, 2, args)
+            self.assertEqual(result.stderr.strip().splitlines(), [line], args)
+
 
 class Inspect(unittest.TestCase):
     def test_table_lists_op_types_with_work(self):
