@@ -1,5 +1,4 @@
 #include <cstdio>
-#include <fstream>
 
 #include "cli/commands.h"
 #include "ir/error.h"
@@ -13,16 +12,6 @@
 
 namespace tandem::cli {
 namespace {
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) throw InputError(path, "cannot open the plan file");
-  try {
-    return nlohmann::json::parse(file);
-  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number beyond a double
-    throw InputError(path, std::string("not JSON: ") + e.what());
-  }
-}
 
 // The planning problem the plan was made for: its objective and micro-batches from the file,
 // the batch as `tandem plan` finds it.
@@ -55,7 +44,7 @@ PlanOptions options_of(const nlohmann::json& plan, const BatchSplit& split,
 }  // namespace
 
 int simulate_command(const SimulateOptions& options) {
-  const nlohmann::json document = read_json(options.plan);
+  const nlohmann::json document = read_plan_document(options.plan);
   ModelOptions model_options;
   model_options.model = options.model;
   if (model_options.model.empty()) {

@@ -28,6 +28,7 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 }  // namespace
 
 YamlFile::YamlFile(std::string path) : path_(std::move(path)) {
+  if (std::filesystem::is_directory(path_)) throw InputError(path_, "is a directory, not a file");
   if (!std::filesystem::is_regular_file(path_)) throw InputError(path_, "no such file");
   try {
     root_ = YAML::LoadFile(path_);

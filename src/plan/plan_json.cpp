@@ -1,5 +1,6 @@
 #include "plan/plan_json.h"
 
+#include <filesystem>
 #include <fstream>
 
 #include "ir/error.h"
@@ -349,16 +350,24 @@ Plan plan_from_json(const nlohmann::json& json, const PlanningProblem& problem,
   return plan;
 }
 
-Plan read_plan(const std::string& path, const PlanningProblem& problem) {
+nlohmann::json read_plan_document(const std::string& path) {
+  if (std::filesystem::is_directory(path))
+    throw InputError(path, "is a directory, not a plan file");
   std::ifstream file(path);
   if (!file) throw InputError(path, "cannot open the plan file");
-  nlohmann::json json;
   try {
-    json = nlohmann::json::parse(file);
+    return nlohmann::json::parse(file);
   } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number beyond a double
-    throw InputError(path, std::string("not JSON: ") + e.what());
+    // The library's words without its exception tag and the bytes it last read.
+    std::string what = e.what();
+    what = what.substr(what.find("] ") == std::string::npos ? 0 : what.find("] ") + 2);
+    what = what.substr(0, what.find("; last read"));
+    throw InputError(path, "not a plan file (tandem plan -o writes one): not JSON: " + what);
   }
-  return plan_from_json(json, problem, path);
+}
+
+Plan read_plan(const std::string& path, const PlanningProblem& problem) {
+  return plan_from_json(read_plan_document(path), problem, path);
 }
 
 }  // namespace tandem

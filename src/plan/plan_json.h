@@ -17,5 +17,7 @@ void write_plan(const std::string& path, const Plan& plan, const PlanningProblem
 Plan plan_from_json(const nlohmann::json& json, const PlanningProblem& problem,
                     const std::string& file);
 Plan read_plan(const std::string& path, const PlanningProblem& problem);
+// A plan file's JSON document; InputError naming the file when it is missing or not JSON.
+nlohmann::json read_plan_document(const std::string& path);
 
 }  // namespace tandem

@@ -64,6 +64,8 @@ std::string descr_of(DType dtype) {
 
 Tensor parse_npy(const std::string& path) {
   std::error_code error;
+  if (std::filesystem::is_directory(path, error))
+    throw InputError("is a directory, not a .npy file");
   if (!std::filesystem::is_regular_file(path, error)) throw InputError("no such file");
   const uintmax_t file_size = std::filesystem::file_size(path, error);
   std::ifstream file(path, std::ios::binary);

@@ -177,6 +177,14 @@ class BadInput(unittest.TestCase):
             self.assertEqual(result.returncode, 2, f"{verb}: {result.stderr}")
         self.assertEqual(tandem("run", model, "--seed", "-5").returncode, 2)
 
+    def test_a_directory_is_named_as_one(self):
+        model = zoo("mlp", "model.onnx")
+        folder = zoo("mlp")
+        self.check_one_line_error(tandem("run", model, "--input", "x=" + folder), folder, "is a directory")
+        self.check_one_line_error(tandem("run", model, "--dim", "batch=2", "--cluster", folder), folder,
+                                  "is a directory")
+        self.check_one_line_error(tandem("simulate", folder, "--cluster", folder), folder, "is a directory")
+
     def test_absurd_dim_from_the_command_line(self):
         model = zoo("mlp", "model.onnx")
         self.check_one_line_error(tandem("run", model, "--dim", "batch=100000000000"), model, "elements")
