@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "ir/error.h"
+#include "ir/spelling.h"
 
 namespace {
 
@@ -25,34 +26,13 @@ void add_model_options(CLI::App& verb, ModelOptions& options) {
   verb.add_flag("--json", options.json, "print JSON instead of tables");
 }
 
-// Levenshtein distance, for "did you mean".
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-// " (did you mean X?)" for the closest candidate within a third of the word's length, or "".
+// " (did you mean X?)" for the candidate within a third of the word's length (two edits at
+// least), or "".
 std::string suggestion(const std::string& word, const std::vector<std::string>& candidates) {
-  std::string best;
-  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
-  for (const std::string& candidate : candidates) {
-    const size_t distance = edit_distance(word, candidate);
-    if (distance < best_distance) {
-      best = candidate;
-      best_distance = distance;
-    }
-  }
-  return best.empty() ? "" : " (did you mean " + best + "?)";
+  const std::vector<std::string_view> names(candidates.begin(), candidates.end());
+  const std::string_view nearest =
+      tandem::nearest_spelling(word, names, std::max<size_t>(2, word.size() / 3));
+  return nearest.empty() ? "" : " (did you mean " + std::string(nearest) + "?)";
 }
 
 // The parser's errors in the tool's own format: one line `tandem: error: <verb>: <what>`, with

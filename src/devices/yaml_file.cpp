@@ -6,27 +6,9 @@
 #include <vector>
 
 #include "ir/error.h"
+#include "ir/spelling.h"
 
 namespace tandem {
-namespace {
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-}  // namespace
-
 YamlFile::YamlFile(std::string path) : path_(std::move(path)) {
   if (std::filesystem::is_directory(path_)) throw InputError(path_, "is a directory, not a file");
   if (!std::filesystem::is_regular_file(path_)) throw InputError(path_, "no such file");
@@ -61,12 +43,7 @@ void YamlFile::check_keys(const YAML::Node& map, const std::string& field,
   for (const auto& entry : map) {
     const std::string key = entry.first.Scalar();
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-    std::string_view closest;
-    size_t best = 3;  // suggest only near misses
-    for (std::string_view candidate : allowed) {
-      const size_t distance = edit_distance(key, candidate);
-      if (distance < best) best = distance, closest = candidate;
-    }
+    const std::string_view closest = nearest_spelling(key, allowed, 2);  // near misses only
     std::string what = "unknown key '" + key + "'";
     what += closest.empty() ? "" : " (did you mean '" + std::string(closest) + "'?)";
     fail(entry.first, field.empty() ? key : field + "." + key, what);
