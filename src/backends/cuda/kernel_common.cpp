@@ -76,21 +76,9 @@ Dims broadcast_to(const Shape& from, const Shape& to) {
   return dims;
 }
 
-namespace {
-
-DType dtype_of(const Graph& graph, const std::vector<int>& ids, size_t i) {
-  if (i >= ids.size() || ids[i] < 0) return DType::kUndefined;
-  return graph.values[static_cast<size_t>(ids[i])].type.dtype;
-}
-
-}  // namespace
-
 DType input_dtype(const Node& node, const Graph& graph, size_t i) {
-  return dtype_of(graph, node.inputs, i);
-}
-
-DType output_dtype(const Node& node, const Graph& graph, size_t i) {
-  return dtype_of(graph, node.outputs, i);
+  if (i >= node.inputs.size() || node.inputs[i] < 0) return DType::kUndefined;
+  return graph.values[static_cast<size_t>(node.inputs[i])].type.dtype;
 }
 
 std::string dtype_refusal(const Node& node, const Graph& graph,

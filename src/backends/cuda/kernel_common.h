@@ -30,9 +30,8 @@ Dims contiguous(const Shape& shape);
 // extent 1 (or lacks the dim). `to` must be a broadcast of `from`.
 Dims broadcast_to(const Shape& from, const Shape& to);
 
-// The dtype of a node's i-th input or output in `graph` (kUndefined when absent).
+// The dtype of a node's i-th input in `graph` (kUndefined when absent).
 DType input_dtype(const Node& node, const Graph& graph, size_t i);
-DType output_dtype(const Node& node, const Graph& graph, size_t i);
 
 // "float64 input X" when any present input or output of `node` has a dtype outside `allowed`,
 // else "". For refusal functions.
