@@ -161,6 +161,15 @@ int plan_command(const PlanCommandOptions& options) {
   report.model = model.path;
   report.cluster = options.cluster;
   report.chosen_strategy = options.strategy;
+  // What the plan is made from, so that simulate and run --plan need nothing more.
+  report.provenance.model = plan_source(options.model);
+  report.provenance.cluster = plan_source(options.cluster);
+  const ImportOptions bound = import_options(options, input_files);
+  report.provenance.dims = bound.dims;
+  // Dims nothing bound were bound to 1: recorded too, so that the plan's bindings are whole.
+  for (const std::string& name : model.unbound_dims) report.provenance.dims[name] = 1;
+  for (const auto& [name, shape] : bound.shapes) report.provenance.shapes[name] = shape.dims;
+  report.provenance.fused = options.fuse;
   for (size_t i = 0; i < to_run.size(); ++i) {
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -183,7 +192,7 @@ int plan_command(const PlanCommandOptions& options) {
         "found no plan (" + result.why_not + "); other strategies did: see --strategy auto");
   }
   report.plan = *result.plan;
-  if (!options.output.empty()) write_plan(options.output, report.plan, problem);
+  if (!options.output.empty()) write_plan(options.output, report.plan, problem, report.provenance);
   // The simulator's result is the plan's prediction; the evaluator's figures rank strategies.
   SimulationOptions simulation_options;
   simulation_options.record_timeline = !options.report.empty();

@@ -5,6 +5,7 @@
 #include "ir/fuse.h"
 #include "plan/plan_json.h"
 #include "report/html_report.h"
+#include "report/json_schema.h"
 #include "report/table.h"
 #include "report/timeline.h"
 #include "sim/simulator.h"
@@ -45,42 +46,38 @@ PlanOptions options_of(const nlohmann::json& plan, const BatchSplit& split,
 
 int simulate_command(const SimulateOptions& options) {
   const nlohmann::json document = read_plan_document(options.plan);
+  const PlanProvenance provenance = plan_provenance(document, options.plan);
+  // The model, cluster, bindings and fusion the plan was made from, unless flags say otherwise;
+  // a file taken from the plan must be as it was then.
   ModelOptions model_options;
   model_options.model = options.model;
   if (model_options.model.empty()) {
-    if (!document.is_object() || !document.contains("model") || !document["model"].is_string())
-      throw InputError(options.plan, "the plan file does not name its model: give --model");
-    model_options.model = document["model"].get<std::string>();
+    check_unchanged(provenance.model, "model", options.plan);
+    model_options.model = provenance.model.resolved();
   }
-  model_options.dims = options.dims;
-  model_options.shapes = options.shapes;
+  std::string cluster_file = options.cluster;
+  if (cluster_file.empty()) {
+    check_unchanged(provenance.cluster, "cluster", options.plan);
+    cluster_file = provenance.cluster.resolved();
+  }
+  const bool bindings_from_plan = options.dims.empty() && options.shapes.empty();
+  model_options.dims = bindings_from_plan ? provenance.dim_arguments() : options.dims;
+  model_options.shapes = bindings_from_plan ? provenance.shape_arguments() : options.shapes;
   model_options.json = options.json;
-  // Without --dim or --shape, the model is bound to the shapes the plan was made for.
-  const bool shapes_from_plan = options.dims.empty() && options.shapes.empty() &&
-                                document.is_object() && document.contains("inputs") &&
-                                document["inputs"].is_object();
-  if (shapes_from_plan) {
-    for (const auto& [name, dims] : document["inputs"].items()) {
-      std::string text;
-      if (!dims.is_array()) continue;
-      for (const nlohmann::json& dim : dims)
-        text += (text.empty() ? "" : "x") + (dim.is_number_integer() ? dim.dump() : "?");
-      if (!text.empty()) model_options.shapes.push_back(name + "=" + text);
-    }
-  }
+  const bool fuse = options.fuse && provenance.fused;  // --no-fusion overrides the plan
   ImportedModel model;
   try {
     model = load_model(model_options);
   } catch (const InputError& error) {
-    if (!shapes_from_plan || error.subject() == model_options.model) throw;
-    throw InputError(options.plan, std::string("field 'inputs': the shapes the plan was made for "
-                                               "do not fit the model (") +
+    if (!bindings_from_plan || error.subject() == model_options.model) throw;
+    throw InputError(options.plan, std::string("fields 'dims' and 'shapes': the bindings the plan "
+                                               "was made with do not fit the model (") +
                                        error.what() + ")");
   }
-  if (options.fuse) fuse_for_inference(model.graph);
-  const Cluster cluster = load_cluster(options.cluster);
+  if (fuse) fuse_for_inference(model.graph);
+  const Cluster cluster = load_cluster(cluster_file);
   const CostModel cost(cluster);
-  const BatchSplit split = batch_split_of(model_options, {}, model, options.fuse);
+  const BatchSplit split = batch_split_of(model_options, {}, model, fuse);
   const PlanningProblem problem(model.graph, cost.cluster(), cost,
                                 options_of(document, split, options.plan));
   const Plan plan = plan_from_json(document, problem, options.plan);
@@ -92,8 +89,8 @@ int simulate_command(const SimulateOptions& options) {
 
   if (!options.trace.empty()) write_chrome_trace(options.trace, result.timeline);
   if (!options.report.empty()) {
-    write_html_report(options.report, simulation_html(result, plan, problem,
-                                                      options.plan + " on " + options.cluster));
+    write_html_report(options.report,
+                      simulation_html(result, plan, problem, options.plan + " on " + cluster_file));
   }
   if (result.overflow) {
     const MemoryOverflow& overflow = *result.overflow;
@@ -103,7 +100,12 @@ int simulate_command(const SimulateOptions& options) {
                                        human_bytes(overflow.capacity_bytes));
   }
   if (options.json) {
-    std::printf("%s\n", simulation_json(result, plan, problem).dump(2).c_str());
+    nlohmann::json json = simulation_json(result, plan, problem);
+    json["schema_version"] = kJsonSchemaVersion;
+    json["plan"] = options.plan;
+    json["model"] = model_options.model;
+    json["cluster"] = cluster_file;
+    std::printf("%s\n", json.dump(2).c_str());
   } else {
     std::printf("%s", render_simulation(result, plan, problem).c_str());
     if (!options.trace.empty()) std::printf("trace written to %s\n", options.trace.c_str());

@@ -7,6 +7,7 @@
 // and moves only improve, the result is never worse than the best single device that holds
 // the model.
 #include <algorithm>
+#include <cstdio>
 
 #include "plan/chain_placement.h"
 #include "plan/evaluate.h"
@@ -206,28 +207,72 @@ std::optional<Plan> chain_plan(const PlanningProblem& problem) {
   return plan;
 }
 
+// The objective's figure as a reason quotes it: "425 us", "812 samples/s", "$0.41 per M".
+std::string figure_text(const PlanningProblem& problem, const Plan& plan) {
+  const Prediction& predicted = plan.predicted;
+  char text[64];
+  switch (problem.options().objective) {
+    case Objective::kThroughput:
+      std::snprintf(text, sizeof text, "%.4g samples/s", predicted.throughput_samples_per_second);
+      return text;
+    case Objective::kCost:
+      if (predicted.cost_per_million_samples > 0) {
+        std::snprintf(text, sizeof text, "$%.3g per M samples", predicted.cost_per_million_samples);
+        return text;
+      }
+      [[fallthrough]];  // without prices plans are ranked by latency (score)
+    case Objective::kLatency: break;
+  }
+  const double seconds = predicted.latency_seconds;
+  if (seconds < 1e-3) {
+    std::snprintf(text, sizeof text, "%.3g us", seconds * 1e6);
+  } else if (seconds < 1) {
+    std::snprintf(text, sizeof text, "%.3g ms", seconds * 1e3);
+  } else {
+    std::snprintf(text, sizeof text, "%.3g s", seconds);
+  }
+  return text;
+}
+
 class AutoStrategy : public Strategy {
  public:
   std::string name() const override { return "auto"; }
 
   std::optional<Plan> plan(const PlanningProblem& problem) const override {
-    std::optional<Plan> best;
-    double best_score = kInfinity;
-    auto consider = [&](std::optional<Plan> candidate) {
-      if (!candidate) return;
-      const double candidate_score = score(problem, *candidate);
-      if (candidate_score < best_score) {
-        best_score = candidate_score;
-        best = std::move(candidate);
-      }
-    };
+    std::vector<Plan> candidates;
     for (const auto& strategy : baseline_strategies(problem.cluster())) {
-      consider(strategy->plan(problem));
+      if (std::optional<Plan> candidate = strategy->plan(problem)) candidates.push_back(*candidate);
     }
-    consider(chain_plan(problem));
-    if (!best) return std::nullopt;
-    Plan refined = LocalSearch(problem, std::move(*best)).run();
+    if (std::optional<Plan> chain = chain_plan(problem)) candidates.push_back(*chain);
+    // Plans the objective refuses (slower than --max-latency) are no candidates.
+    std::erase_if(candidates, [&](const Plan& plan) { return score(problem, plan) == kInfinity; });
+    if (candidates.empty()) return std::nullopt;
+    // Best first; ties keep the baselines' order.
+    std::stable_sort(candidates.begin(), candidates.end(), [&](const Plan& a, const Plan& b) {
+      return score(problem, a) < score(problem, b);
+    });
+    const Plan& best = candidates.front();
+    const double best_score = score(problem, best);
+    const bool by_latency = problem.options().objective == Objective::kCost &&
+                            best.predicted.cost_per_million_samples <= 0;
+    const std::string figure = by_latency
+                                   ? std::string("latency (no prices)")
+                                   : std::string(objective_name(problem.options().objective));
+    std::string reason = candidates.size() == 1
+                             ? "the only feasible candidate (" + best.strategy + " " +
+                                   figure_text(problem, best) + ")"
+                             : "best predicted " + figure + " of " +
+                                   std::to_string(candidates.size()) + " feasible candidates (" +
+                                   best.strategy + " " + figure_text(problem, best) + "; next " +
+                                   candidates[1].strategy + " " +
+                                   figure_text(problem, candidates[1]) + ")";
+    std::string chosen = best.strategy;
+    Plan refined = LocalSearch(problem, best).run();
+    if (score(problem, refined) < best_score)
+      reason += "; local search improved it to " + figure_text(problem, refined);
     refined.strategy = "auto";
+    refined.chosen = std::move(chosen);
+    refined.reason = std::move(reason);
     return refined;
   }
 };

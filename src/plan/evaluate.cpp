@@ -488,14 +488,22 @@ MemoryCheck check_memory(const PlanningProblem& problem, const Plan& plan) {
   return check;
 }
 
+LowerBounds lower_bounds(const PlanningProblem& problem) {
+  LowerBounds bounds;
+  const double work = work_bound(problem);
+  bounds.latency_seconds = std::max(critical_path_bound(problem), work);
+  if (work > 0)
+    bounds.throughput_samples_per_second = static_cast<double>(problem.options().batch) / work;
+  bounds.cost_per_million_samples = cost_bound(problem);
+  return bounds;
+}
+
 double lower_bound(const PlanningProblem& problem) {
+  const LowerBounds& bounds = problem.bounds();
   switch (problem.options().objective) {
-    case Objective::kLatency: return std::max(critical_path_bound(problem), work_bound(problem));
-    case Objective::kThroughput: {
-      const double work = work_bound(problem);
-      return work > 0 ? static_cast<double>(problem.options().batch) / work : kInfinity;
-    }
-    case Objective::kCost: return cost_bound(problem);
+    case Objective::kLatency: return bounds.latency_seconds;
+    case Objective::kThroughput: return bounds.throughput_samples_per_second;
+    case Objective::kCost: return bounds.cost_per_million_samples;
   }
   return 0;
 }

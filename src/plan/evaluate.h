@@ -26,5 +26,7 @@ std::vector<double> memory_per_device(const PlanningProblem& problem, const Plan
 // with every node on its fastest device (transfers free) and the total work over the aggregate
 // speed; for throughput, the divisible-load bound (every device busy all the time).
 double lower_bound(const PlanningProblem& problem);
+// The bound of every objective, whatever the problem's.
+LowerBounds lower_bounds(const PlanningProblem& problem);
 
 }  // namespace tandem

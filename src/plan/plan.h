@@ -41,8 +41,14 @@ struct Prediction {
 };
 
 struct Plan {
-  static constexpr int kFormatVersion = 1;
+  // 2: records the model, cluster, dims, shapes and fusion it was made from, what auto chose,
+  // and every figure with its unit in its key (docs/PLAN_FORMAT.md).
+  static constexpr int kFormatVersion = 2;
   std::string strategy;  // "single:gpu0", "greedy", "heft", "pipeline", "data-parallel", "auto"
+  // The strategy that made the placement and why it won ("heft", "lowest predicted latency of
+  // ..."): auto's pick among its candidates; for the others, the strategy itself and "".
+  std::string chosen;
+  std::string reason;
   Objective objective = Objective::kLatency;
   std::vector<int> device_of_node;  // per top-level node
   std::vector<int> order;           // the schedule's order of nodes (a topological order)
@@ -52,7 +58,7 @@ struct Plan {
   int microbatches = 1;
   std::vector<double> batch_share;  // data-parallel plans only: fraction of the batch per device
   Prediction predicted;
-  double lower_bound = 0;  // seconds (latency) or samples/s (throughput) no plan can beat
+  double lower_bound = 0;  // the objective's (PlanningProblem::bound): no plan can beat it
   double efficiency = 0;   // bound / predicted (latency), predicted / bound (throughput)
   double speedup_over_best_single = 0;
   std::vector<std::string> figure_sources;  // where the cost figures came from, per device

@@ -1,9 +1,11 @@
 #include "plan/plan_json.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
 #include "ir/error.h"
+#include "plan/sha256.h"
 
 namespace tandem {
 namespace {
@@ -30,6 +32,59 @@ nlohmann::json by_device(const PlanningProblem& problem, const std::vector<doubl
   for (size_t d = 0; d < values.size(); ++d)
     json[device_id(problem, static_cast<int>(d))] = values[d];
   return json;
+}
+
+// Bytes as a JSON integer: counts of bytes are whole, whatever arithmetic made them.
+nlohmann::json whole_bytes(double bytes) { return static_cast<int64_t>(std::llround(bytes)); }
+
+nlohmann::json bytes_by_device(const PlanningProblem& problem, const std::vector<double>& values) {
+  nlohmann::json json = nlohmann::json::object();
+  for (size_t d = 0; d < values.size(); ++d)
+    json[device_id(problem, static_cast<int>(d))] = whole_bytes(values[d]);
+  return json;
+}
+
+nlohmann::json source_json(const PlanSource& source) {
+  return {
+      {"path", source.path}, {"absolute_path", source.absolute_path}, {"sha256", source.sha256}};
+}
+
+// A bound that may be +infinity (no work) is null: JSON has no infinity.
+nlohmann::json finite_or_null(double value) {
+  return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
+}
+
+const char* bound_key(Objective objective) {
+  switch (objective) {
+    case Objective::kLatency: return "latency_s";
+    case Objective::kThroughput: return "throughput_samples_per_s";
+    case Objective::kCost: return "cost_per_million_samples_usd";
+  }
+  return "latency_s";
+}
+
+[[noreturn]] void fail_field(const std::string& file, const std::string& field,
+                             const std::string& what) {
+  throw InputError(file, "field '" + field + "': " + what);
+}
+
+// The format and version, before anything else is read.
+void check_format(const nlohmann::json& json, const std::string& file) {
+  // (json.value would throw nlohmann's type_error for a format that is not a string.)
+  if (!json.is_object() || !json.contains("format") || json.at("format") != nlohmann::json(kFormat))
+    fail_field(file, "format", std::string("expected \"") + kFormat + "\"");
+  if (!json.contains("version")) fail_field(file, "version", "missing");
+  const nlohmann::json& version = json.at("version");
+  if (!version.is_number_integer()) fail_field(file, "version", "expected an integer");
+  if (version.get<int64_t>() == 1)
+    throw InputError(file,
+                     "a version 1 plan, which does not record the model and cluster it was made "
+                     "from: make it again with `tandem plan ... -o` (this is version " +
+                         std::to_string(Plan::kFormatVersion) + ")");
+  if (version.get<int64_t>() != Plan::kFormatVersion)
+    fail_field(file, "version",
+               "version " + version.dump() + " is not supported (this is " +
+                   std::to_string(Plan::kFormatVersion) + ")");
 }
 
 // Reads fields with errors that name the file and the field.
@@ -93,20 +148,63 @@ class Reader {
 
 }  // namespace
 
-nlohmann::json plan_json(const Plan& plan, const PlanningProblem& problem) {
+std::string PlanSource::resolved() const {
+  std::error_code error;
+  return !absolute_path.empty() && std::filesystem::is_regular_file(absolute_path, error)
+             ? absolute_path
+             : path;
+}
+
+PlanSource plan_source(const std::string& path) {
+  PlanSource source;
+  source.path = path;
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, error);
+  source.absolute_path = error ? path : absolute.lexically_normal().string();
+  source.sha256 = sha256_of_file(path);
+  return source;
+}
+
+std::vector<std::string> PlanProvenance::dim_arguments() const {
+  std::vector<std::string> arguments;
+  for (const auto& [name, size] : dims) arguments.push_back(name + "=" + std::to_string(size));
+  return arguments;
+}
+
+std::vector<std::string> PlanProvenance::shape_arguments() const {
+  std::vector<std::string> arguments;
+  for (const auto& [name, shape] : shapes) {
+    std::string text;
+    for (int64_t dim : shape) text += (text.empty() ? "" : "x") + std::to_string(dim);
+    arguments.push_back(name + "=" + text);
+  }
+  return arguments;
+}
+
+nlohmann::json plan_json(const Plan& plan, const PlanningProblem& problem,
+                         const PlanProvenance& provenance) {
   const Cluster& cluster = problem.cluster();
   nlohmann::json json;
   json["format"] = kFormat;
   json["version"] = Plan::kFormatVersion;
+  json["model"] = source_json(provenance.model);
+  json["cluster"] = source_json(provenance.cluster);
+  json["dims"] =
+      provenance.dims.empty() ? nlohmann::json::object() : nlohmann::json(provenance.dims);
+  nlohmann::json shapes = nlohmann::json::object();
+  for (const auto& [name, shape] : provenance.shapes) shapes[name] = shape;
+  json["shapes"] = shapes;
+  json["fused"] = provenance.fused;
   json["strategy"] = plan.strategy;
+  json["chosen"] = plan.chosen.empty() ? plan.strategy : plan.chosen;
+  json["reason"] = plan.reason;
   json["objective"] = objective_name(plan.objective);
-  json["cluster"] = cluster.file;
   json["batch"] = problem.options().batch;
+  nlohmann::json inputs = nlohmann::json::object();
   if (const Graph* graph = problem.graph()) {
-    nlohmann::json inputs = nlohmann::json::object();
     for (int id : graph->inputs) inputs[graph->values[id].name] = graph->values[id].type.shape;
-    json["inputs"] = inputs;
   }
+  json["inputs"] = inputs;
   json["microbatches"] = plan.microbatches;
   nlohmann::json devices = nlohmann::json::array();
   for (size_t d = 0; d < cluster.devices.size(); ++d) {
@@ -118,8 +216,8 @@ nlohmann::json plan_json(const Plan& plan, const PlanningProblem& problem) {
   nlohmann::json nodes = nlohmann::json::array();
   for (int n = 0; n < problem.node_count(); ++n) {
     nlohmann::json node = {{"name", node_name(problem, n)},
-                           {"device", device_id(problem, plan.device_of_node[n])}};
-    if (problem.graph()) node["op"] = problem.graph()->nodes[n].op_type;
+                           {"device", device_id(problem, plan.device_of_node[n])},
+                           {"op", problem.graph() ? problem.graph()->nodes[n].op_type : ""}};
     nodes.push_back(node);
   }
   json["nodes"] = nodes;
@@ -141,8 +239,8 @@ nlohmann::json plan_json(const Plan& plan, const PlanningProblem& problem) {
                          {"to_node", transfer.to_node},
                          {"from", device_id(problem, transfer.from_device)},
                          {"to", device_id(problem, transfer.to_device)},
-                         {"bytes", transfer.bytes},
-                         {"seconds", transfer.seconds},
+                         {"bytes", whole_bytes(transfer.bytes)},
+                         {"time_s", transfer.seconds},
                          {"path", path}});
   }
   json["transfers"] = transfers;
@@ -151,7 +249,7 @@ nlohmann::json plan_json(const Plan& plan, const PlanningProblem& problem) {
     stages.push_back({{"device", device_id(problem, stage.device)},
                       {"first", stage.first_node},
                       {"last", stage.last_node},
-                      {"seconds", stage.seconds}});
+                      {"time_per_microbatch_s", stage.seconds}});
   }
   json["stages"] = stages;
   json["batch_share"] =
@@ -159,39 +257,113 @@ nlohmann::json plan_json(const Plan& plan, const PlanningProblem& problem) {
   const Prediction& predicted = plan.predicted;
   nlohmann::json links = nlohmann::json::array();
   for (size_t l = 0; l < predicted.link_bytes.size(); ++l)
-    links.push_back(
-        {{"link", l}, {"name", link_name(cluster.links[l])}, {"bytes", predicted.link_bytes[l]}});
-  json["predicted"] = {{"latency_seconds", predicted.latency_seconds},
-                       {"throughput_samples_per_second", predicted.throughput_samples_per_second},
-                       {"cost_per_million_samples", predicted.cost_per_million_samples},
-                       {"busy_seconds", by_device(problem, predicted.busy_seconds)},
-                       {"memory_bytes", by_device(problem, predicted.memory_bytes)},
+    links.push_back({{"link", l},
+                     {"name", link_name(cluster.links[l])},
+                     {"bytes", whole_bytes(predicted.link_bytes[l])}});
+  json["predicted"] = {{"latency_s", predicted.latency_seconds},
+                       {"throughput_samples_per_s", predicted.throughput_samples_per_second},
+                       {"cost_per_million_samples_usd", predicted.cost_per_million_samples},
+                       {"busy_s", by_device(problem, predicted.busy_seconds)},
+                       {"memory_bytes", bytes_by_device(problem, predicted.memory_bytes)},
                        {"link_bytes", links}};
-  json["lower_bound"] = plan.lower_bound;
+  const LowerBounds& bounds = problem.bounds();
+  json["lower_bound"] = {
+      {"latency_s", bounds.latency_seconds},
+      {"throughput_samples_per_s", finite_or_null(bounds.throughput_samples_per_second)},
+      {"cost_per_million_samples_usd", bounds.cost_per_million_samples}};
   json["efficiency"] = plan.efficiency;
   json["speedup_over_best_single"] = plan.speedup_over_best_single;
   return json;
 }
 
-void write_plan(const std::string& path, const Plan& plan, const PlanningProblem& problem) {
+void write_plan(const std::string& path, const Plan& plan, const PlanningProblem& problem,
+                const PlanProvenance& provenance) {
   std::ofstream file(path);
   if (!file) throw InputError(path, "cannot write the plan file");
-  file << plan_json(plan, problem).dump(2) << "\n";
+  file << plan_json(plan, problem, provenance).dump(2) << "\n";
   if (!file) throw InputError(path, "cannot write the plan file");
+}
+
+PlanProvenance plan_provenance(const nlohmann::json& json, const std::string& file) {
+  check_format(json, file);
+  const auto at = [&](const nlohmann::json& object, const std::string& key,
+                      const std::string& field) -> const nlohmann::json& {
+    if (!object.is_object() || !object.contains(key)) fail_field(file, field, "missing");
+    return object.at(key);
+  };
+  const auto text = [&](const nlohmann::json& object, const std::string& key,
+                        const std::string& field) {
+    const nlohmann::json& value = at(object, key, field);
+    if (!value.is_string()) fail_field(file, field, "expected a string");
+    return value.get<std::string>();
+  };
+  const auto source = [&](const std::string& key) {
+    const nlohmann::json& object = at(json, key, key);
+    PlanSource read;
+    read.path = text(object, "path", key + ".path");
+    read.absolute_path = text(object, "absolute_path", key + ".absolute_path");
+    read.sha256 = text(object, "sha256", key + ".sha256");
+    if (read.path.empty()) fail_field(file, key + ".path", "empty");
+    if (read.sha256.size() != 64 ||
+        read.sha256.find_first_not_of("0123456789abcdef") != std::string::npos)
+      fail_field(file, key + ".sha256", "expected 64 lowercase hex digits");
+    return read;
+  };
+  // A size of a dimension, as --dim and --shape take it.
+  const auto size = [&](const nlohmann::json& value, const std::string& field) {
+    if (!value.is_number_integer() || value.get<int64_t>() < 1 ||
+        value.get<int64_t>() > (int64_t{1} << 40))
+      fail_field(file, field, "expected a size from 1 to 2^40");
+    return value.get<int64_t>();
+  };
+  PlanProvenance provenance;
+  provenance.model = source("model");
+  provenance.cluster = source("cluster");
+  const nlohmann::json& dims = at(json, "dims", "dims");
+  if (!dims.is_object()) fail_field(file, "dims", "expected an object of dimension sizes");
+  for (const auto& [name, value] : dims.items())
+    provenance.dims[name] = size(value, "dims." + name);
+  const nlohmann::json& shapes = at(json, "shapes", "shapes");
+  if (!shapes.is_object()) fail_field(file, "shapes", "expected an object of input shapes");
+  for (const auto& [name, value] : shapes.items()) {
+    if (!value.is_array()) fail_field(file, "shapes." + name, "expected a shape");
+    Shape& shape = provenance.shapes[name];
+    for (const nlohmann::json& dim : value) shape.push_back(size(dim, "shapes." + name));
+  }
+  const nlohmann::json& fused = at(json, "fused", "fused");
+  if (!fused.is_boolean()) fail_field(file, "fused", "expected true or false");
+  provenance.fused = fused.get<bool>();
+  return provenance;
+}
+
+void check_unchanged(const PlanSource& source, const std::string& what, const std::string& file) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(source.resolved(), error))
+    throw InputError(file, "the " + what + " it was made from, " + source.path +
+                               ", is not there any more (" + source.absolute_path + ")");
+  const std::string now = sha256_of_file(source.resolved());
+  if (now != source.sha256)
+    throw InputError(file, "the " + what + " " + source.path +
+                               " changed since the plan was made (sha256 " +
+                               source.sha256.substr(0, 12) + "... then, " + now.substr(0, 12) +
+                               "... now): make the plan again");
+}
+
+void check_provenance(const PlanProvenance& provenance, const std::string& file) {
+  check_unchanged(provenance.model, "model", file);
+  check_unchanged(provenance.cluster, "cluster", file);
 }
 
 Plan plan_from_json(const nlohmann::json& json, const PlanningProblem& problem,
                     const std::string& file) {
+  check_format(json, file);
   const Reader read(problem, file);
-  // (json.value would throw nlohmann's type_error for a format that is not a string.)
-  if (!json.is_object() || !json.contains("format") || json.at("format") != nlohmann::json(kFormat))
-    read.fail("format", std::string("expected \"") + kFormat + "\"");
-  const int version = read.integer(read.at(json, "version", "version"), "version", 0, 1 << 20);
-  if (version != Plan::kFormatVersion)
-    read.fail("version", "version " + std::to_string(version) + " is not supported (this is " +
-                             std::to_string(Plan::kFormatVersion) + ")");
   Plan plan;
   plan.strategy = read.text(read.at(json, "strategy", "strategy"), "strategy");
+  // The file names the strategy itself as chosen where nothing chose among others.
+  plan.chosen = read.text(read.at(json, "chosen", "chosen"), "chosen");
+  if (plan.chosen == plan.strategy) plan.chosen.clear();
+  plan.reason = read.text(read.at(json, "reason", "reason"), "reason");
   const std::string objective = read.text(read.at(json, "objective", "objective"), "objective");
   bool known = false;
   for (Objective candidate : {Objective::kLatency, Objective::kThroughput, Objective::kCost}) {
@@ -277,8 +449,7 @@ Plan plan_from_json(const nlohmann::json& json, const PlanningProblem& problem,
     transfer.from_device = read.device(read.at(entry, "from", field + ".from"), field + ".from");
     transfer.to_device = read.device(read.at(entry, "to", field + ".to"), field + ".to");
     transfer.bytes = read.number(read.at(entry, "bytes", field + ".bytes"), field + ".bytes");
-    transfer.seconds =
-        read.number(read.at(entry, "seconds", field + ".seconds"), field + ".seconds");
+    transfer.seconds = read.number(read.at(entry, "time_s", field + ".time_s"), field + ".time_s");
     const nlohmann::json& path =
         read.array(read.at(entry, "path", field + ".path"), field + ".path");
     for (size_t h = 0; h < path.size(); ++h) {
@@ -302,8 +473,9 @@ Plan plan_from_json(const nlohmann::json& json, const PlanningProblem& problem,
     stage.first_node = read.node(read.at(stages[s], "first", field + ".first"), field + ".first");
     stage.last_node = read.node(read.at(stages[s], "last", field + ".last"), field + ".last");
     if (stage.last_node < stage.first_node) read.fail(field + ".last", "before its first node");
+    const std::string time_field = field + ".time_per_microbatch_s";
     stage.seconds =
-        read.number(read.at(stages[s], "seconds", field + ".seconds"), field + ".seconds");
+        read.number(read.at(stages[s], "time_per_microbatch_s", time_field), time_field);
     plan.stages.push_back(stage);
   }
   const nlohmann::json& shares = read.at(json, "batch_share", "batch_share");
@@ -314,11 +486,11 @@ Plan plan_from_json(const nlohmann::json& json, const PlanningProblem& problem,
     return read.number(read.at(predicted, key, std::string("predicted.") + key),
                        std::string("predicted.") + key);
   };
-  plan.predicted.latency_seconds = figure("latency_seconds");
-  plan.predicted.throughput_samples_per_second = figure("throughput_samples_per_second");
-  plan.predicted.cost_per_million_samples = figure("cost_per_million_samples");
-  plan.predicted.busy_seconds = read.per_device(
-      read.at(predicted, "busy_seconds", "predicted.busy_seconds"), "predicted.busy_seconds");
+  plan.predicted.latency_seconds = figure("latency_s");
+  plan.predicted.throughput_samples_per_second = figure("throughput_samples_per_s");
+  plan.predicted.cost_per_million_samples = figure("cost_per_million_samples_usd");
+  plan.predicted.busy_seconds =
+      read.per_device(read.at(predicted, "busy_s", "predicted.busy_s"), "predicted.busy_s");
   plan.predicted.memory_bytes = read.per_device(
       read.at(predicted, "memory_bytes", "predicted.memory_bytes"), "predicted.memory_bytes");
   plan.predicted.link_bytes.assign(links, 0);
@@ -331,7 +503,11 @@ Plan plan_from_json(const nlohmann::json& json, const PlanningProblem& problem,
     plan.predicted.link_bytes[link] =
         read.number(read.at(link_bytes[i], "bytes", field + ".bytes"), field + ".bytes");
   }
-  plan.lower_bound = read.number(read.at(json, "lower_bound", "lower_bound"), "lower_bound");
+  // The objective's bound: the others are for scripts (and may be null).
+  const std::string bound_field = std::string("lower_bound.") + bound_key(plan.objective);
+  plan.lower_bound = read.number(
+      read.at(read.at(json, "lower_bound", "lower_bound"), bound_key(plan.objective), bound_field),
+      bound_field);
   plan.efficiency = read.number(read.at(json, "efficiency", "efficiency"), "efficiency");
   plan.speedup_over_best_single =
       read.number(read.at(json, "speedup_over_best_single", "speedup_over_best_single"),

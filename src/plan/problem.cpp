@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "cost/memory_footprint.h"
 #include "backends/registry.h"
+#include "cost/memory_footprint.h"
 #include "ir/error.h"
 #include "ir/op_schema.h"
 #include "plan/evaluate.h"
@@ -166,6 +166,7 @@ PlanningProblem::PlanningProblem(const Graph& graph, const Cluster& cluster, con
   validate_runnable();
   build_transfers_and_paths();
   build_single_device_figures();
+  bounds_ = lower_bounds(*this);
   bound_ = lower_bound(*this);
 }
 
@@ -214,6 +215,7 @@ PlanningProblem::PlanningProblem(const Cluster& cluster, const CostModel& cost,
   validate_runnable();
   build_transfers_and_paths();
   build_single_device_figures();
+  bounds_ = lower_bounds(*this);
   bound_ = lower_bound(*this);
 }
 

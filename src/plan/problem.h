@@ -33,6 +33,13 @@ struct PlanOptions {
 
 inline constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
+// What no plan can beat, for each objective (lower_bounds in plan/evaluate.h).
+struct LowerBounds {
+  double latency_seconds = 0;
+  double throughput_samples_per_second = kInfinity;  // +infinity for a graph without work
+  double cost_per_million_samples = 0;               // USD; 0 when some node has no priced device
+};
+
 // Everything a strategy needs, computed once: the graph's top-level nodes as a DAG, the time of
 // every node on every device (+infinity where it cannot run, is excluded, or is pinned
 // elsewhere), the bytes each node sends to its successors, and each device's memory. Strategies
@@ -116,8 +123,10 @@ class PlanningProblem {
   double single_device_seconds(int device) const { return single_seconds_[device]; }
   double single_device_memory(int device) const { return single_memory_[device]; }
   int best_single_device() const { return best_single_; }  // -1 when none
-  // lower_bound (plan/evaluate.h) for this problem, computed once.
+  // lower_bound (plan/evaluate.h) for this problem's objective, and every objective's, computed
+  // once.
   double bound() const { return bound_; }
+  const LowerBounds& bounds() const { return bounds_; }
 
  private:
   void validate_runnable() const;
@@ -128,6 +137,7 @@ class PlanningProblem {
   std::string batch_refusal_;
   const CostModel& cost_;
   PlanOptions options_;
+  LowerBounds bounds_;
   std::vector<std::vector<double>> seconds_;
   std::vector<std::vector<std::pair<int, double>>> successors_, predecessors_;
   std::vector<double> weight_bytes_, output_bytes_, final_output_bytes_;

@@ -1,6 +1,7 @@
 #include "report/plan_report.h"
 
 #include "plan/plan_json.h"
+#include "report/json_schema.h"
 #include "report/table.h"
 
 namespace tandem {
@@ -101,7 +102,11 @@ std::string render_plan_report(const PlanReport& report, const PlanningProblem& 
                             std::string(objective_name(plan.objective)).c_str(),
                             static_cast<long long>(problem.options().batch));
   if (!plan.stages.empty()) text += format(", %d micro-batches", plan.microbatches);
-  text += "\n\n" + devices_table(plan, problem) + "\n" + links_table(plan, problem) + "\n";
+  text += "\n";
+  if (!plan.reason.empty())
+    text += format("%s chose %s: %s\n", plan.strategy.c_str(), plan.chosen.c_str(),
+                   plan.reason.c_str());
+  text += "\n" + devices_table(plan, problem) + "\n" + links_table(plan, problem) + "\n";
   text += format("predicted latency     %s per batch\n",
                  seconds_text(predicted.latency_seconds).c_str());
   text += format("predicted throughput  %s samples/s\n",
@@ -123,8 +128,8 @@ std::string render_plan_report(const PlanReport& report, const PlanningProblem& 
 }
 
 nlohmann::json plan_report_json(const PlanReport& report, const PlanningProblem& problem) {
-  nlohmann::json json = plan_json(report.plan, problem);
-  json["model"] = report.model;
+  nlohmann::json json = plan_json(report.plan, problem, report.provenance);
+  json["schema_version"] = kJsonSchemaVersion;
   json["best_single_device"] =
       problem.best_single_device() >= 0
           ? nlohmann::json(problem.cluster().devices[problem.best_single_device()].id)
@@ -133,12 +138,12 @@ nlohmann::json plan_report_json(const PlanReport& report, const PlanningProblem&
   for (const StrategyResult& result : report.strategies) {
     nlohmann::json row = {{"strategy", result.strategy},
                           {"feasible", result.plan.has_value()},
-                          {"planning_seconds", result.planning_seconds}};
+                          {"planning_s", result.planning_seconds}};
     if (result.plan) {
-      row["latency_seconds"] = result.plan->predicted.latency_seconds;
-      row["throughput_samples_per_second"] = result.plan->predicted.throughput_samples_per_second;
-      row["cost_per_million_samples"] = result.plan->predicted.cost_per_million_samples;
-      row["lower_bound"] = result.plan->lower_bound;
+      const Prediction& predicted = result.plan->predicted;
+      row["latency_s"] = predicted.latency_seconds;
+      row["throughput_samples_per_s"] = predicted.throughput_samples_per_second;
+      row["cost_per_million_samples_usd"] = predicted.cost_per_million_samples;
       row["efficiency"] = result.plan->efficiency;
       row["speedup_over_best_single"] = result.plan->speedup_over_best_single;
     } else {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "plan/plan.h"
+#include "plan/plan_json.h"
 #include "plan/problem.h"
 
 namespace tandem {
@@ -23,12 +24,14 @@ struct PlanReport {
   std::string model;
   std::string cluster;
   std::string chosen_strategy;  // as asked (--strategy)
+  PlanProvenance provenance;    // what the plan is made from, for the plan file
   Plan plan;
   std::vector<StrategyResult> strategies;
 };
 
 std::string render_plan_report(const PlanReport& report, const PlanningProblem& problem);
-// The plan file's JSON (plan/plan_json.h) with "model" and the side-by-side "strategies" added.
+// The plan file's JSON (plan/plan_json.h) with "schema_version", "best_single_device" and the
+// side-by-side "strategies" added (docs/JSON.md).
 nlohmann::json plan_report_json(const PlanReport& report, const PlanningProblem& problem);
 
 // The plan's figure for its objective, as text ("12.3 ms", "812 samples/s", "$0.41 per M").

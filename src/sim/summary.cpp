@@ -58,6 +58,9 @@ std::string render_simulation(const SimulationResult& result, const Plan& plan,
   text +=
       format("plan                  %s, objective %s, %d micro-batch(es)\n", plan.strategy.c_str(),
              std::string(objective_name(plan.objective)).c_str(), plan.microbatches);
+  if (!plan.reason.empty())
+    text += format("%-22s%s: %s\n", (plan.strategy + " chose").c_str(), plan.chosen.c_str(),
+                   plan.reason.c_str());
   if (result.replicas > 1)
     text +=
         format("replicas              %d data-parallel copies (network shared)\n", result.replicas);
@@ -137,11 +140,14 @@ HtmlReport simulation_html(const SimulationResult& result, const Plan& plan,
   HtmlReport report;
   report.title = title;
   report.source = result.timeline.source;
-  report.facts = {{"strategy", plan.strategy},
-                  {"predicted latency", seconds_text(result.latency_seconds)},
-                  {"predicted throughput", si(result.throughput_samples_per_second) + " samples/s"},
-                  {"micro-batches", std::to_string(plan.microbatches)},
-                  {"replicas", std::to_string(result.replicas)}};
+  report.facts = {
+      {"strategy",
+       plan.reason.empty() ? plan.strategy : plan.strategy + ", which chose " + plan.chosen},
+      {"predicted latency", seconds_text(result.latency_seconds)},
+      {"predicted throughput", si(result.throughput_samples_per_second) + " samples/s"},
+      {"micro-batches", std::to_string(plan.microbatches)},
+      {"replicas", std::to_string(result.replicas)}};
+  if (!plan.reason.empty()) report.facts.push_back({"why " + plan.chosen, plan.reason});
   if (result.overflow) {
     report.facts.push_back({"memory overflow", result.overflow->device + " at " +
                                                    seconds_text(result.overflow->time_seconds) +

@@ -1,5 +1,6 @@
 """`tandem plan` as a user meets it: the summary, JSON, the plan file, every infeasible input."""
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -56,13 +57,14 @@ class Plan(unittest.TestCase):
         self.assertEqual(plan["strategy"], "heft")
         self.assertEqual({node["device"] for node in plan["nodes"]} - {"cpu0", "cpu1"}, set())
         self.assertEqual(sorted(plan["order"]), list(range(len(plan["nodes"]))))
-        predicted = plan["predicted"]["latency_seconds"]
-        self.assertGreaterEqual(predicted, plan["lower_bound"] * (1 - 1e-9))
+        bound = plan["lower_bound"]["latency_s"]
+        self.assertGreaterEqual(plan["predicted"]["latency_s"], bound * (1 - 1e-9))
         strategies = {row["strategy"]: row for row in plan["strategies"]}
         self.assertTrue(strategies["single:cpu0"]["feasible"])
         for row in plan["strategies"]:
             if row["feasible"]:
-                self.assertGreaterEqual(row["latency_seconds"], row["lower_bound"] * (1 - 1e-9))
+                self.assertGreaterEqual(row["latency_s"], bound * (1 - 1e-9))
+                self.assertLessEqual(row["efficiency"], 1 + 1e-9)
 
     def test_objectives(self):
         for objective in ("throughput", "cost"):
@@ -79,9 +81,45 @@ class Plan(unittest.TestCase):
             self.assertEqual(result.returncode, 0, result.stderr)
             with open(path) as f:
                 plan = json.load(f)
-            self.assertEqual(plan["version"], 1)
+            self.assertEqual(plan["version"], 2)
             self.assertTrue(plan["segments"])
             self.assertIn(plan["devices"][0]["figures"], ("preset nvidia-h100-sxm",))
+            # What it was made from.
+            self.assertEqual(plan["model"]["path"], model("mobilenet"))
+            self.assertEqual(plan["model"]["absolute_path"], os.path.abspath(model("mobilenet")))
+            with open(model("mobilenet"), "rb") as f:
+                self.assertEqual(plan["model"]["sha256"], hashlib.sha256(f.read()).hexdigest())
+            with open(cluster("h100-4xv5e.yaml"), "rb") as f:
+                self.assertEqual(plan["cluster"]["sha256"], hashlib.sha256(f.read()).hexdigest())
+            self.assertEqual((plan["dims"], plan["shapes"], plan["fused"]), ({}, {}, True))
+            self.assertEqual((plan["chosen"], plan["reason"]), ("heft", ""))
+
+    def test_auto_says_what_it_chose_and_why(self):
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "plan.json")
+            result = tandem("plan", model("mlp"), "--cluster", cluster("cpu-split.yaml"),
+                            "--dim", "batch=8", "--no-fusion", "-o", path)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(path) as f:
+                plan = json.load(f)
+            self.assertEqual(plan["strategy"], "auto")
+            self.assertNotIn(plan["chosen"], ("", "auto"))
+            self.assertIn("feasible candidates (" + plan["chosen"] + " ", plan["reason"])
+            self.assertIn("auto chose " + plan["chosen"] + ": " + plan["reason"], result.stdout)
+            self.assertEqual((plan["dims"], plan["fused"]), ({"batch": 8}, False))
+
+    def test_microbatches_never_beat_the_bound(self):
+        # Batch 1 cannot be split (one micro-batch); batch 8 is split into 4.
+        for batch, microbatches in (("1", 1), ("8", 4)):
+            result = tandem("plan", model("bert"), "--cluster", cluster("h100-4xv5e.yaml"),
+                            "--dim", "batch=" + batch, "--microbatches", "4", "--strategy",
+                            "pipeline", "--json")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            plan = json.loads(result.stdout)
+            self.assertEqual(plan["microbatches"], microbatches)
+            self.assertLessEqual(plan["efficiency"], 1 + 1e-9)
+            self.assertGreaterEqual(plan["predicted"]["latency_s"],
+                                    plan["lower_bound"]["latency_s"] * (1 - 1e-9))
 
     def test_pin_moves_ops(self):
         result = tandem("plan", model("mlp"), "--cluster", cluster("cpu-split.yaml"),

@@ -119,6 +119,23 @@ TEST(Auto, NeverWorseThanTheBestSingleDevice) {
   }
 }
 
+TEST(Auto, SaysWhichCandidateItChoseAndWhy) {
+  // Node 0 is faster on device 0, node 1 on device 1: the single devices tie at 3 s, the split
+  // placements (heft, chain) take 2 s plus a transfer.
+  const TestProblem problem =
+      make_problem(flat_cluster(2), {{1, 2}, {2, 1}}, {{{1, 1e3}}, {}}, {0, 0});
+  const std::optional<Plan> plan = make_auto_strategy()->plan(*problem);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->strategy, "auto");
+  EXPECT_FALSE(plan->chosen.empty());
+  EXPECT_NE(plan->chosen, "auto");
+  EXPECT_NE(plan->chosen.rfind("single:", 0), 0u) << plan->chosen;
+  EXPECT_EQ(plan->reason.find("best predicted latency of "), 0u) << plan->reason;
+  EXPECT_NE(plan->reason.find("feasible candidates (" + plan->chosen + " "), std::string::npos)
+      << plan->reason;
+  EXPECT_NE(plan->reason.find("; next "), std::string::npos) << plan->reason;
+}
+
 TEST(Auto, RespectsMemory) {
   // Two nodes of 1 GB weights, devices of 1.5 GB: one node per device, whatever is faster.
   const TestProblem problem =

@@ -7,6 +7,7 @@
 
 #include "ir/error.h"
 #include "plan/evaluate.h"
+#include "plan/sha256.h"
 #include "plan/strategies.h"
 #include "plan_test_util.h"
 
@@ -56,18 +57,38 @@ void expect_same(const Plan& a, const Plan& b) {
   EXPECT_DOUBLE_EQ(a.predicted.throughput_samples_per_second,
                    b.predicted.throughput_samples_per_second);
   EXPECT_EQ(a.predicted.busy_seconds, b.predicted.busy_seconds);
-  EXPECT_EQ(a.predicted.memory_bytes, b.predicted.memory_bytes);
-  EXPECT_EQ(a.predicted.link_bytes, b.predicted.link_bytes);
+  // Bytes are written as whole numbers.
+  const auto expect_whole = [](const std::vector<double>& a, const std::vector<double>& b) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 0.5);
+  };
+  expect_whole(a.predicted.memory_bytes, b.predicted.memory_bytes);
+  expect_whole(a.predicted.link_bytes, b.predicted.link_bytes);
+  EXPECT_EQ(a.chosen, b.chosen);
+  EXPECT_EQ(a.reason, b.reason);
   EXPECT_DOUBLE_EQ(a.lower_bound, b.lower_bound);
   EXPECT_DOUBLE_EQ(a.efficiency, b.efficiency);
   EXPECT_DOUBLE_EQ(a.speedup_over_best_single, b.speedup_over_best_single);
   EXPECT_EQ(a.figure_sources, b.figure_sources);
 }
 
+PlanProvenance example_provenance() {
+  PlanProvenance provenance;
+  provenance.model = {"zoo/m.onnx", "/models/zoo/m.onnx", std::string(64, 'a')};
+  provenance.cluster = {"c.yaml", "/models/c.yaml", std::string(64, 'b')};
+  provenance.dims = {{"batch", 8}};
+  provenance.shapes = {{"x", {64, 256}}};
+  provenance.fused = false;
+  return provenance;
+}
+
 struct Fixture {
   Graph graph = branching_graph();
   CostModel cost{compute_cluster()};
   PlanningProblem problem{graph, cost.cluster(), cost, {}};
+  PlanProvenance provenance = example_provenance();
+
+  nlohmann::json json_of(const Plan& plan) const { return plan_json(plan, problem, provenance); }
 
   // A plan across two devices, so that it has transfers and several segments.
   Plan split_plan() const {
@@ -84,7 +105,7 @@ TEST(PlanJson, RoundTrip) {
   const Fixture fixture;
   const Plan plan = fixture.split_plan();
   ASSERT_FALSE(plan.transfers.empty());
-  const nlohmann::json json = plan_json(plan, fixture.problem);
+  const nlohmann::json json = fixture.json_of(plan);
   EXPECT_EQ(json["format"], "tandem-plan");
   EXPECT_EQ(json["version"], Plan::kFormatVersion);
   EXPECT_EQ(json["nodes"][0]["name"], fixture.graph.nodes[0].name);
@@ -98,7 +119,7 @@ TEST(PlanJson, RoundTripThroughAFile) {
   ASSERT_TRUE(plan);
   const std::string path =
       (std::filesystem::temp_directory_path() / "tandem_plan_json_test.json").string();
-  write_plan(path, *plan, fixture.problem);
+  write_plan(path, *plan, fixture.problem, fixture.provenance);
   expect_same(*plan, read_plan(path, fixture.problem));
   std::filesystem::remove(path);
 }
@@ -111,13 +132,13 @@ TEST(PlanJson, RoundTripOfPipelineAndDataParallelFields) {
   plan.microbatches = 4;
   plan.stages = {{0, 0, 1, 0}, {3, 2, 3, 0}};
   evaluate_plan(fixture.problem, plan);
-  expect_same(plan, plan_from_json(plan_json(plan, fixture.problem), fixture.problem, "p"));
+  expect_same(plan, plan_from_json(fixture.json_of(plan), fixture.problem, "p"));
   Plan shares;
   shares.strategy = "data-parallel";
   shares.device_of_node.assign(fixture.problem.node_count(), 0);
   shares.batch_share = {0.5, 0, 0, 0.5};
   evaluate_plan(fixture.problem, shares);
-  expect_same(shares, plan_from_json(plan_json(shares, fixture.problem), fixture.problem, "p"));
+  expect_same(shares, plan_from_json(fixture.json_of(shares), fixture.problem, "p"));
 }
 
 std::string error_of(const nlohmann::json& json, const PlanningProblem& problem) {
@@ -129,9 +150,90 @@ std::string error_of(const nlohmann::json& json, const PlanningProblem& problem)
   return "";
 }
 
+TEST(PlanJson, RecordsWhatThePlanWasMadeFrom) {
+  const Fixture fixture;
+  const nlohmann::json json = fixture.json_of(fixture.split_plan());
+  EXPECT_EQ(json["model"]["path"], "zoo/m.onnx");
+  EXPECT_EQ(json["cluster"]["absolute_path"], "/models/c.yaml");
+  const PlanProvenance read = plan_provenance(json, "plan.json");
+  EXPECT_EQ(read.model.sha256, fixture.provenance.model.sha256);
+  EXPECT_EQ(read.cluster.path, "c.yaml");
+  EXPECT_EQ(read.dims, fixture.provenance.dims);
+  EXPECT_EQ(read.shapes, fixture.provenance.shapes);
+  EXPECT_FALSE(read.fused);
+  EXPECT_EQ(read.dim_arguments(), std::vector<std::string>{"batch=8"});
+  EXPECT_EQ(read.shape_arguments(), std::vector<std::string>{"x=64x256"});
+}
+
+TEST(PlanJson, RecordsEveryObjectivesBoundAndReadsBackItsOwn) {
+  const Fixture fixture;
+  const Plan plan = fixture.split_plan();
+  const nlohmann::json json = fixture.json_of(plan);
+  EXPECT_DOUBLE_EQ(json["lower_bound"]["latency_s"].get<double>(), plan.lower_bound);
+  EXPECT_GT(json["lower_bound"]["throughput_samples_per_s"].get<double>(), 0);
+  for (const auto& bytes : json["predicted"]["memory_bytes"])
+    EXPECT_TRUE(bytes.is_number_integer());
+}
+
+TEST(PlanJson, RejectsAMalformedRecordOfItsSources) {
+  const Fixture fixture;
+  nlohmann::json json = fixture.json_of(fixture.split_plan());
+  json["model"]["sha256"] = "abc";
+  try {
+    plan_provenance(json, "plan.json");
+    FAIL() << "accepted a short hash";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("field 'model.sha256'"), std::string::npos) << e.what();
+  }
+  json = fixture.json_of(fixture.split_plan());
+  json["dims"]["batch"] = 0;
+  EXPECT_THROW(plan_provenance(json, "plan.json"), InputError);
+}
+
+TEST(PlanJson, RefusesFilesThatChangedSinceThePlan) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "tandem_plan_source_test.onnx").string();
+  std::ofstream(path) << "model bytes";
+  const PlanSource source = plan_source(path);
+  EXPECT_EQ(source.path, path);
+  EXPECT_EQ(source.sha256, sha256_hex("model bytes"));
+  EXPECT_NO_THROW(check_unchanged(source, "model", "plan.json"));
+  std::ofstream(path) << "other bytes";
+  try {
+    check_unchanged(source, "model", "plan.json");
+    FAIL() << "accepted a changed model";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.subject(), "plan.json");
+    EXPECT_NE(std::string(e.what()).find("the model " + path + " changed since the plan was made"),
+              std::string::npos)
+        << e.what();
+  }
+  std::filesystem::remove(path);
+  EXPECT_THROW(check_unchanged(source, "model", "plan.json"), InputError);
+}
+
+TEST(Sha256, MatchesTheStandardsExamples) {
+  // FIPS 180-4's examples (one block, two blocks) and the empty and million-'a' messages.
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(sha256_hex(std::string(1000000, 'a')),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST(PlanJson, RefusesVersionOneWithWhatToDo) {
+  const Fixture fixture;
+  nlohmann::json json = fixture.json_of(fixture.split_plan());
+  json["version"] = 1;
+  const std::string error = error_of(json, fixture.problem);
+  EXPECT_NE(error.find("a version 1 plan"), std::string::npos) << error;
+  EXPECT_NE(error.find("tandem plan"), std::string::npos) << error;
+}
+
 TEST(PlanJson, RejectsAnotherVersion) {
   const Fixture fixture;
-  nlohmann::json json = plan_json(fixture.split_plan(), fixture.problem);
+  nlohmann::json json = fixture.json_of(fixture.split_plan());
   json["version"] = 99;
   EXPECT_NE(error_of(json, fixture.problem).find("plan.json: field 'version'"), std::string::npos);
 }
@@ -145,7 +247,7 @@ TEST(PlanJson, RejectsAFormatThatIsNotAString) {
 
 TEST(PlanJson, RejectsAPlanOfAnotherModel) {
   const Fixture fixture;
-  nlohmann::json json = plan_json(fixture.split_plan(), fixture.problem);
+  nlohmann::json json = fixture.json_of(fixture.split_plan());
   json["nodes"][1]["name"] = "Conv_7";
   const std::string error = error_of(json, fixture.problem);
   EXPECT_NE(error.find("nodes[1].name"), std::string::npos) << error;
@@ -154,7 +256,7 @@ TEST(PlanJson, RejectsAPlanOfAnotherModel) {
 
 TEST(PlanJson, RejectsUnknownDevices) {
   const Fixture fixture;
-  nlohmann::json json = plan_json(fixture.split_plan(), fixture.problem);
+  nlohmann::json json = fixture.json_of(fixture.split_plan());
   json["nodes"][0]["device"] = "tpu9";
   const std::string error = error_of(json, fixture.problem);
   EXPECT_NE(error.find("nodes[0].device"), std::string::npos) << error;
@@ -163,14 +265,14 @@ TEST(PlanJson, RejectsUnknownDevices) {
 
 TEST(PlanJson, RejectsAMissingField) {
   const Fixture fixture;
-  nlohmann::json json = plan_json(fixture.split_plan(), fixture.problem);
+  nlohmann::json json = fixture.json_of(fixture.split_plan());
   json.erase("order");
   EXPECT_NE(error_of(json, fixture.problem).find("field 'order': missing"), std::string::npos);
 }
 
 TEST(PlanJson, RejectsAnOrderMissingNodes) {
   const Fixture fixture;
-  nlohmann::json json = plan_json(fixture.split_plan(), fixture.problem);
+  nlohmann::json json = fixture.json_of(fixture.split_plan());
   json["order"].erase(json["order"].size() - 1);
   EXPECT_NE(error_of(json, fixture.problem).find("field 'order'"), std::string::npos);
 }

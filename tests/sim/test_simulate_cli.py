@@ -2,6 +2,7 @@
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -63,7 +64,7 @@ class Simulate(unittest.TestCase):
         with open(self.heft) as f:
             plan = json.load(f)
         simulated = summary["predicted"]["latency_seconds"]
-        planned = plan["predicted"]["latency_seconds"]
+        planned = plan["predicted"]["latency_s"]
         self.assertGreater(simulated, 0)
         # The evaluator charges whole transfers per device pair; the simulator hop by hop.
         self.assertLess(abs(simulated - planned) / planned, 0.05)
@@ -114,17 +115,63 @@ class Simulate(unittest.TestCase):
         result = tandem("simulate", self.heft, "--cluster", small, "--model", model("bert"))
         self.assert_bad_input(result, "does not fit", "cpu0", "needs", "holds")
 
-    def test_plan_without_its_model_needs_model(self):
-        result = tandem("simulate", self.heft, "--cluster", cluster("cpu-split.yaml"))
-        self.assert_bad_input(result, "does not name its model", "--model")
+    def test_the_plan_names_its_model_cluster_and_bindings(self):
+        result = tandem("simulate", self.pipeline, "--json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertNotIn("note:", result.stderr)
+        summary = json.loads(result.stdout)
+        self.assertEqual(summary["microbatches"], 4)
+        self.assertEqual(summary["model"], os.path.abspath(model("resnet")))
+        self.assertEqual(summary["cluster"], os.path.abspath(cluster("h100-4xv5e.yaml")))
+
+    def test_the_plan_says_what_auto_chose(self):
+        path = os.path.join(self.dir.name, "auto.json")
+        result = tandem("plan", model("mlp"), "--cluster", cluster("cpu-split.yaml"), "-o", path)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(path) as f:
+            plan = json.load(f)
+        result = tandem("simulate", path, "--cluster", cluster("cpu-split.yaml"))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn(plan["chosen"] + ": " + plan["reason"], result.stdout)
+
+    def test_a_model_or_cluster_changed_since_the_plan_is_refused(self):
+        with tempfile.TemporaryDirectory() as directory:
+            onnx, yaml = os.path.join(directory, "m.onnx"), os.path.join(directory, "c.yaml")
+            shutil.copy(model("mlp"), onnx)
+            shutil.copy(cluster("cpu-split.yaml"), yaml)
+            path = os.path.join(directory, "plan.json")
+            result = tandem("plan", onnx, "--cluster", yaml, "-o", path)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual(tandem("simulate", path).returncode, 0)
+            with open(yaml, "a") as f:
+                f.write("# edited\n")
+            self.assert_bad_input(tandem("simulate", path), "plan.json: the cluster " + yaml +
+                                  " changed since the plan was made (sha256 ")
+            # A cluster given on the command line is taken as it is.
+            self.assertEqual(tandem("simulate", path, "--cluster", yaml).returncode, 0)
+            with open(onnx, "ab") as f:
+                f.write(b"\0")
+            self.assert_bad_input(tandem("simulate", path, "--cluster", yaml),
+                                  "plan.json: the model " + onnx + " changed since the plan")
+            os.remove(onnx)
+            self.assert_bad_input(tandem("simulate", path, "--cluster", yaml),
+                                  "the model it was made from, " + onnx + ", is not there")
 
     def test_plan_for_another_model_is_refused(self):
-        # Bound to the plan's input shapes, the other model is missing the plan's inputs.
-        self.assert_bad_input(self.simulate(model_name="mlp"), "heft.json", "inputs",
-                              "has no input")
-        # Bound by hand, its inputs are not the plan's.
+        # Bound as the plan was, or by hand: its inputs are not the plan's.
+        self.assert_bad_input(self.simulate(model_name="mlp"), "heft.json", "inputs.x", "missing")
         self.assert_bad_input(self.simulate("--dim", "batch=1", model_name="mlp"), "heft.json",
                               "inputs.x", "missing")
+
+    def test_a_version_1_plan_is_refused_with_what_to_do(self):
+        with open(self.heft) as f:
+            plan = json.load(f)
+        plan["version"] = 1
+        path = os.path.join(self.dir.name, "old.json")
+        with open(path, "w") as f:
+            json.dump(plan, f)
+        self.assert_bad_input(self.simulate(plan=path), "old.json: a version 1 plan",
+                              "make it again with `tandem plan")
 
     def test_missing_plan_file(self):
         result = tandem("simulate", os.path.join(self.dir.name, "none.json"), "--cluster",
@@ -132,8 +179,10 @@ class Simulate(unittest.TestCase):
         self.assert_bad_input(result, "cannot open the plan file")
 
     def test_plan_fields_of_the_wrong_type_are_bad_input(self):
-        for text, words in (('{"format": "tandem-plan", "version": 1, "objective": 3}',
-                             ["objective", "expected a string"]),
+        with open(self.heft) as f:
+            plan = json.load(f)
+        plan["objective"] = 3
+        for text, words in ((json.dumps(plan), ["objective", "expected a string"]),
                             ('{"format": 1e400}', ["not JSON"])):
             path = os.path.join(self.dir.name, "wrong.json")
             with open(path, "w") as f:
