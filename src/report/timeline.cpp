@@ -46,6 +46,7 @@ std::string chrome_trace_json(const Timeline& timeline) {
     json args = json::object();
     if (span.microbatch >= 0) args["microbatch"] = span.microbatch;
     if (span.bytes > 0) args["bytes"] = span.bytes;
+    if (span.iteration >= 0) args["iteration"] = span.iteration;
     events.push_back({{"ph", "X"},
                       {"name", span.name},
                       {"cat", span.category},

@@ -10,11 +10,12 @@ namespace tandem {
 struct TimelineSpan {
   int track = 0;
   std::string name;      // op or transfer, e.g. "MatMul_3", "x -> tpu0"
-  std::string category;  // "compute", "transfer", "stage"...
+  std::string category;  // "compute", "transfer", "op" (inside a segment), "iteration"...
   double start_seconds = 0;
   double duration_seconds = 0;
   int microbatch = -1;  // -1 when not pipelined
   double bytes = 0;     // transfers
+  int iteration = -1;   // measured: the run it belongs to (0 first); -1 for a prediction
 };
 
 struct TimelineTrack {

@@ -25,6 +25,11 @@ struct CompiledSegment {
   std::unique_ptr<GraphExecutor> executor;
   std::vector<int> inputs, outputs;
   int nodes_done = 0;  // in the current run of it: names the op that failed
+  struct OpTime {
+    const Node* node;
+    Clock::time_point begin, end;
+  };
+  std::vector<OpTime> op_times;  // in the current run of it, when ops are recorded
 };
 
 struct PlanExecutor::Segment {
@@ -71,6 +76,8 @@ struct PlanExecutor::RunState {
   std::exception_ptr error;
   bool aborted = false;
   Clock::time_point start;
+  Clock::time_point origin;  // what span times count from: this run's start, or the first's
+  int iteration = 0;
   std::vector<TimelineSpan> spans;  // track: device * 2 (compute) or device * 2 + 1 (copy)
   std::vector<double> busy;
   int segments_run = 0, transfers = 0;
@@ -301,7 +308,13 @@ void PlanExecutor::build_segments() {
           std::make_unique<GraphExecutor>(compiled->graph.graph, *devices_[segment.device]);
       CompiledSegment* raw = compiled.get();
       compiled->executor->set_observer(
-          [raw](const Node&, std::chrono::nanoseconds) { ++raw->nodes_done; });
+          [this, raw](const Node& node, std::chrono::nanoseconds elapsed) {
+            ++raw->nodes_done;
+            if (!recording_.ops) return;
+            const Clock::time_point end = Clock::now();
+            raw->op_times.push_back(
+                {&node, end - std::chrono::duration_cast<Clock::duration>(elapsed), end});
+          });
       segment.compiled[g] = std::move(compiled);
     }
   }
@@ -335,6 +348,19 @@ void PlanExecutor::build_segments() {
       }
     }
   }
+}
+
+void PlanExecutor::set_recording(Recording recording) {
+  std::lock_guard run_lock(run_mutex_);
+  recording_ = recording;
+  timeline_ = Timeline{};
+  runs_recorded_ = 0;
+}
+
+void PlanExecutor::clear_timeline() {
+  std::lock_guard run_lock(run_mutex_);
+  timeline_ = Timeline{};
+  runs_recorded_ = 0;
 }
 
 std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
@@ -376,6 +402,9 @@ std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
 
   if (!pool_) start_pool();
   state.start = Clock::now();
+  if (runs_recorded_ == 0) epoch_ = state.start;
+  state.origin = recording_.every_run ? epoch_ : state.start;
+  state.iteration = runs_recorded_;
   {
     std::lock_guard lock(pool_->mutex);
     pool_->state = &state;
@@ -390,15 +419,23 @@ std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
   }
   const double seconds = seconds_between(state.start, Clock::now());
 
-  timeline_ = Timeline{};
-  timeline_.source = "measured";
-  for (int d = 0; d < device_count; ++d) {
-    const std::string name = devices_[d] ? devices_[d]->name() : "device" + std::to_string(d);
-    timeline_.devices.push_back(name);
-    timeline_.tracks.push_back({name + " compute", name});
-    timeline_.tracks.push_back({name + " copy", name});
+  if (!recording_.every_run || runs_recorded_ == 0) {
+    timeline_ = Timeline{};
+    timeline_.source = "measured";
+    for (int d = 0; d < device_count; ++d) {
+      const std::string name = devices_[d] ? devices_[d]->name() : "device" + std::to_string(d);
+      timeline_.devices.push_back(name);
+      timeline_.tracks.push_back({name + " compute", name});
+      timeline_.tracks.push_back({name + " copy", name});
+    }
+    timeline_.tracks.push_back({"iterations", "run"});  // track device_count * 2
   }
-  timeline_.spans = std::move(state.spans);
+  timeline_.spans.insert(timeline_.spans.end(), std::make_move_iterator(state.spans.begin()),
+                         std::make_move_iterator(state.spans.end()));
+  timeline_.spans.push_back({device_count * 2, "iteration " + std::to_string(state.iteration),
+                             "iteration", seconds_between(state.origin, state.start), seconds, -1,
+                             0, state.iteration});
+  ++runs_recorded_;
   stats_ = RunStats{seconds, state.busy, state.segments_run, state.transfers};
   if (state.error) std::rethrow_exception(state.error);  // state's buffers go with it
 
@@ -476,6 +513,7 @@ void PlanExecutor::run_job(RunState& state, const Job& job) {
     }
   }
   compiled.nodes_done = 0;
+  compiled.op_times.clear();
   const int started = segments_started_[device]++;
   for (const Fault& fault : options_.faults) {
     if (fault.device != devices_[device]->name()) continue;
@@ -498,10 +536,19 @@ void PlanExecutor::run_job(RunState& state, const Job& job) {
   inputs.clear();
 
   std::lock_guard lock(state.mutex);
-  const double start_seconds = seconds_between(state.start, begin);
   const double duration = seconds_between(begin, end);
+  const int microbatch = piece_sizes_.size() > 1 ? job.piece : -1;
   state.spans.push_back({device * 2, "segment " + std::to_string(segment.index), "compute",
-                         start_seconds, duration, piece_sizes_.size() > 1 ? job.piece : -1, 0});
+                         seconds_between(state.origin, begin), duration, microbatch, 0,
+                         state.iteration});
+  // Inside the segment's span (clamped, so that trace viewers nest them under it).
+  for (const CompiledSegment::OpTime& op : compiled.op_times) {
+    const Clock::time_point op_begin = std::clamp(op.begin, begin, end);
+    state.spans.push_back({device * 2, op.node->label(), "op",
+                           seconds_between(state.origin, op_begin),
+                           seconds_between(op_begin, std::clamp(op.end, op_begin, end)), microbatch,
+                           0, state.iteration});
+  }
   state.busy[device] += duration;
   ++state.segments_run;
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -544,8 +591,8 @@ void PlanExecutor::copy_worker(RunState& state, int device, const std::exception
       state.env[task.piece][device][task.value] = std::move(copy);  // what it waits for
       state.spans.push_back(
           {device * 2 + 1, graph_.values[task.value].name + " -> " + devices_[device]->name(),
-           "transfer", seconds_between(state.start, begin), seconds_between(begin, end),
-           piece_sizes_.size() > 1 ? task.piece : -1, bytes});
+           "transfer", seconds_between(state.origin, begin), seconds_between(begin, end),
+           piece_sizes_.size() > 1 ? task.piece : -1, bytes, state.iteration});
       ++state.transfers;
       state.compute_ready[device].notify_one();
     }

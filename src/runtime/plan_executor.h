@@ -1,5 +1,6 @@
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -54,7 +55,23 @@ class PlanExecutor {
   // `inputs` follow graph.inputs; returns the graph's outputs, in host memory.
   std::vector<Tensor> run(std::span<const Tensor> inputs);
 
-  // The last run's measured timeline ("<device> compute", "<device> copy" tracks) and figures.
+  // What the measured timeline keeps. By default, the last run: its segments ("<device>
+  // compute" tracks), copies ("<device> copy") and the run itself ("iterations" track, group
+  // "run"), times from the run's start. Every span carries its run's index (runs counted
+  // from the last clear_timeline() or set_recording(), which also clears).
+  struct Recording {
+    // Every run since then, on one clock from the first one's start (so each run lies after
+    // the previous, the gaps between runs included).
+    bool every_run = false;
+    // Each op inside its segment's span, on the same track (so trace viewers nest them),
+    // category "op", named by Node::label(). Not for compiled devices (one program, no ops).
+    bool ops = false;
+  };
+  void set_recording(Recording recording);
+  // Forgets the runs recorded so far (the warm-up's, say): the next run is iteration 0.
+  void clear_timeline();
+
+  // The measured timeline, as set_recording says; stats() are the last run's figures.
   const Timeline& timeline() const { return timeline_; }
   const RunStats& stats() const { return stats_; }
 
@@ -86,7 +103,10 @@ class PlanExecutor {
   std::vector<int> copies_expected_;                        // per device, every run
   std::mutex run_mutex_;
   std::unique_ptr<Pool> pool_;  // the worker threads, started by the first run
+  Recording recording_;         // read by the workers during a run, set between runs
   Timeline timeline_;
+  int runs_recorded_ = 0;                        // since clear_timeline()
+  std::chrono::steady_clock::time_point epoch_;  // every_run: the first recorded run's start
   RunStats stats_;
 };
 

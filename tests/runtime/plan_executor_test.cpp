@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "backends/cpu/cpu_device.h"
 #include "cost/cost_model.h"
@@ -350,6 +351,78 @@ TEST(PlanExecutor, EveryCopyWaitsForItsProducersEvent) {
   for (const auto& [device, waited] : log.receives) {
     EXPECT_GT(waited, copies[device]++) << device << " copied before waiting";
   }
+}
+
+// The measured trace with every run recorded: each iteration after the previous on one clock,
+// its spans carrying its index, and inside each segment its ops, named, each node once per run.
+TEST(PlanExecutor, TimelineHoldsEveryRecordedIterationWithOpsInsideSegments) {
+  FaultCase c;
+  PlanExecutor executor(c.model.graph, c.plan, c.split.pointers(), {}, c.split.options());
+  const std::vector<Tensor> inputs = random_inputs(c.model.graph);
+  executor.run(inputs);  // warm-up, forgotten by set_recording
+  executor.set_recording({.every_run = true, .ops = true});
+  constexpr int kRuns = 3;
+  for (int i = 0; i < kRuns; ++i) executor.run(inputs);
+  const Timeline& timeline = executor.timeline();
+
+  std::vector<const TimelineSpan*> iterations(kRuns, nullptr);
+  for (const TimelineSpan& span : timeline.spans) {
+    ASSERT_GE(span.iteration, 0) << span.name;
+    ASSERT_LT(span.iteration, kRuns) << span.name;
+    if (span.category != "iteration") continue;
+    EXPECT_EQ(timeline.tracks.at(span.track).name, "iterations");
+    EXPECT_EQ(iterations[span.iteration], nullptr) << "iteration " << span.iteration << " twice";
+    iterations[span.iteration] = &span;
+  }
+  for (int i = 0; i < kRuns; ++i) {
+    ASSERT_NE(iterations[i], nullptr) << "iteration " << i << " missing";
+    if (i == 0) EXPECT_EQ(iterations[0]->start_seconds, 0);
+    if (i > 0)
+      EXPECT_GE(iterations[i]->start_seconds,
+                iterations[i - 1]->start_seconds + iterations[i - 1]->duration_seconds)
+          << "iteration " << i << " overlaps the one before";
+  }
+  auto within = [](const TimelineSpan& inner, const TimelineSpan& outer) {
+    return inner.start_seconds >= outer.start_seconds &&
+           inner.start_seconds + inner.duration_seconds <=
+               outer.start_seconds + outer.duration_seconds;
+  };
+  // Per iteration and device, the ops seen; each inside a segment of its track and iteration.
+  std::vector<std::map<int, std::multiset<std::string>>> ops(kRuns);
+  int segments = 0;
+  for (const TimelineSpan& span : timeline.spans) {
+    if (span.category == "iteration") continue;
+    EXPECT_TRUE(within(span, *iterations[span.iteration])) << span.name << " outside its run";
+    segments += span.category == "compute";
+    if (span.category != "op") continue;
+    ops[span.iteration][span.track].insert(span.name);
+    const bool nested =
+        std::any_of(timeline.spans.begin(), timeline.spans.end(), [&](const TimelineSpan& segment) {
+          return segment.category == "compute" && segment.track == span.track &&
+                 segment.iteration == span.iteration && within(span, segment);
+        });
+    EXPECT_TRUE(nested) << span.name << " is not inside a segment of its device";
+  }
+  EXPECT_EQ(segments, kRuns * static_cast<int>(c.plan.segments.size()));
+  std::map<int, std::multiset<std::string>> expected;  // compute track -> node labels
+  for (size_t n = 0; n < c.model.graph.nodes.size(); ++n)
+    expected[c.plan.device_of_node[n] * 2].insert(c.model.graph.nodes[n].label());
+  for (int i = 0; i < kRuns; ++i) EXPECT_EQ(ops[i], expected) << "iteration " << i;
+
+  // By default only the last run, without ops; clear_timeline counts runs afresh.
+  executor.set_recording({});
+  executor.run(inputs);
+  executor.run(inputs);
+  int runs = 0;
+  for (const TimelineSpan& span : executor.timeline().spans) {
+    EXPECT_NE(span.category, "op");
+    EXPECT_EQ(span.iteration, 1) << span.name;
+    runs += span.category == "iteration";
+  }
+  EXPECT_EQ(runs, 1);
+  executor.clear_timeline();
+  executor.run(inputs);
+  for (const TimelineSpan& span : executor.timeline().spans) EXPECT_EQ(span.iteration, 0);
 }
 
 TEST(PlanExecutor, FaultSyntaxErrorsAreInputErrors) {
