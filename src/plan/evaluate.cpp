@@ -2,7 +2,8 @@
 //   - list scheduling in plan.order: a device runs one node at a time, in that order; a node
 //     starts when its device is free and its inputs have arrived;
 //   - a value crosses once to every other device its readers are on, as soon as its producer
-//     finishes, transfers between one pair of devices one at a time, in the order issued;
+//     finishes; transfers between one pair of devices take its bandwidth one at a time, in the
+//     order issued, their latencies overlapping;
 //   - the graph's inputs are on every device at time 0 and its outputs stay where they are made
 //     (the caller's copies in and out are the same for every plan, so they are not charged);
 //   - pipeline plans (stages): micro-batches flow through the stages; data-parallel plans
@@ -161,10 +162,13 @@ void schedule(const PlanningProblem& problem, Plan& plan, const std::vector<int>
           inputs_ready[reader] = std::max(inputs_ready[reader], finish);
       }
       for (const auto& [to, first_reader] : reader_devices(value, plan, position, device)) {
+        // A pair's transfers take its bandwidth one at a time; their latencies overlap (the
+        // link is free again once the bytes are on the wire), as the simulator has it.
         double& free = link_free[device * devices + to];
         const double transfer_seconds = problem.transfer_seconds(value.bytes, device, to);
-        const double arrival = std::max(finish, free) + transfer_seconds;
-        free = arrival;
+        const double start = std::max(finish, free);
+        const double arrival = start + transfer_seconds;
+        free = start + transfer_seconds - problem.transfer_seconds(0, device, to);
         for (int reader : value.readers) {
           if (plan.device_of_node[reader] == to)
             inputs_ready[reader] = std::max(inputs_ready[reader], arrival);
@@ -209,7 +213,8 @@ void schedule_pipeline(const PlanningProblem& problem, Plan& plan,
     for (const PlanningProblem::OutputValue& value : problem.values_out(n)) {
       for (const auto& [to, first_reader] : reader_devices(value, plan, position, device)) {
         const double seconds = problem.transfer_seconds(value.bytes * fraction, device, to);
-        pair_seconds[device * devices + to] += seconds;
+        // The pair's bandwidth is taken for the bytes only; latencies overlap (as in schedule).
+        pair_seconds[device * devices + to] += seconds - problem.transfer_seconds(0, device, to);
         fill += seconds;
         plan.transfers.push_back(make_transfer(problem, value, n, first_reader, device, to,
                                                value.bytes, seconds * microbatches));

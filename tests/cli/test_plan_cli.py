@@ -91,7 +91,8 @@ class Plan(unittest.TestCase):
                 self.assertEqual(plan["model"]["sha256"], hashlib.sha256(f.read()).hexdigest())
             with open(cluster("h100-4xv5e.yaml"), "rb") as f:
                 self.assertEqual(plan["cluster"]["sha256"], hashlib.sha256(f.read()).hexdigest())
-            self.assertEqual((plan["dims"], plan["shapes"], plan["fused"]), ({}, {}, True))
+            # The batch nothing bound was bound to 1.
+            self.assertEqual((plan["dims"], plan["shapes"], plan["fused"]), ({"batch": 1}, {}, True))
             self.assertEqual((plan["chosen"], plan["reason"]), ("heft", ""))
 
     def test_auto_says_what_it_chose_and_why(self):
