@@ -1,6 +1,7 @@
 #include "calibrate/calibrate.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include "cli/commands.h"
 #include "ir/error.h"
 #include "ir/fuse.h"
+#include "report/json_schema.h"
 #include "report/table.h"
 #include "util/random_tensor.h"
 
@@ -35,16 +37,19 @@ struct SummaryRow {
   std::string figure;
   const Figure* value;
   std::string unit;
+  std::string key;  // in --json: the figure's name and unit
 };
 
 std::vector<SummaryRow> summary_rows(const CalibrationProfile& profile) {
   const size_t fp32 = static_cast<size_t>(Precision::kFp32);
-  return {{"matrix fp32 peak", &profile.figures.matrix_flops[fp32], "FLOP/s"},
-          {"vector fp32", &profile.figures.vector_flops[fp32], "FLOP/s"},
-          {"memory bandwidth", &profile.figures.memory_bandwidth, "B/s"},
-          {"launch overhead", &profile.figures.launch_overhead, "s"},
-          {"memory capacity", &profile.figures.memory_bytes, "B"},
-          {"host link", &profile.host_link_bandwidth, "B/s"}};
+  return {{"matrix fp32 peak", &profile.figures.matrix_flops[fp32], "FLOP/s",
+           "matrix_fp32_flops_per_s"},
+          {"vector fp32", &profile.figures.vector_flops[fp32], "FLOP/s", "vector_fp32_flops_per_s"},
+          {"memory bandwidth", &profile.figures.memory_bandwidth, "B/s",
+           "memory_bandwidth_bytes_per_s"},
+          {"launch overhead", &profile.figures.launch_overhead, "s", "launch_overhead_s"},
+          {"memory capacity", &profile.figures.memory_bytes, "B", "memory_bytes"},
+          {"host link", &profile.host_link_bandwidth, "B/s", "host_link_bandwidth_bytes_per_s"}};
 }
 
 std::string render(const CalibrationProfile& profile, const std::string& path, size_t models,
@@ -68,25 +73,29 @@ std::string render(const CalibrationProfile& profile, const std::string& path, s
 }
 
 nlohmann::json to_json(const CalibrationProfile& profile, const std::string& path, double seconds) {
-  nlohmann::json figures = nlohmann::json::array();
+  nlohmann::json figures = nlohmann::json::object();
   for (const SummaryRow& row : summary_rows(profile)) {
-    figures.push_back({{"figure", row.figure},
-                       {"value", row.value->value},
-                       {"unit", row.unit},
-                       {"source", row.value->source}});
+    if (!row.value->known()) {
+      figures[row.key] = nullptr;
+      continue;
+    }
+    nlohmann::json value = row.value->value;
+    if (row.unit == "B") value = static_cast<int64_t>(std::llround(row.value->value));
+    figures[row.key] = {{"value", value}, {"source", row.value->source}};
   }
   nlohmann::json measurements = nlohmann::json::array();
   for (const Measurement& row : profile.measurements) {
     measurements.push_back(
         {{"name", row.name}, {"value", row.value}, {"unit", row.unit}, {"method", row.method}});
   }
-  return {{"profile", path},
+  return {{"schema_version", kJsonSchemaVersion},
+          {"profile", path},
           {"device_name", profile.device_name},
           {"threads", profile.threads},
           {"figures", figures},
           {"measurements", measurements},
           {"op_signatures", profile.op_seconds.size()},
-          {"seconds", seconds}};
+          {"elapsed_s", seconds}};
 }
 
 // The models to time, loaded and fused as `tandem run` runs them; loaded before any

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "devices/cluster.h"
 #include "devices/cluster_json.h"
+#include "report/json_schema.h"
 #include "report/table.h"
 
 namespace tandem::cli {
@@ -67,6 +68,7 @@ int devices_command(const DevicesOptions& options) {
       options.probe ? probe_plugins(cluster) : std::vector<PluginProbe>{};
   if (options.json) {
     nlohmann::json json = cluster_json(cluster);
+    json["schema_version"] = kJsonSchemaVersion;
     if (options.probe) {
       json["plugins"] = nlohmann::json::array();
       for (const PluginProbe& probe : probes) {

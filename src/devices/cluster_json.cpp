@@ -1,5 +1,7 @@
 #include "devices/cluster_json.h"
 
+#include <cmath>
+
 namespace tandem {
 namespace {
 
@@ -16,13 +18,16 @@ nlohmann::json precisions_json(const std::array<Figure, kPrecisionCount>& peaks)
 nlohmann::json figures_json(const DeviceFigures& figures) {
   nlohmann::json tile = {{"value", figures.matrix_tile}};
   if (!figures.matrix_tile_source.empty()) tile["source"] = figures.matrix_tile_source;
-  return {{"matrix_flops", precisions_json(figures.matrix_flops)},
-          {"vector_flops", precisions_json(figures.vector_flops)},
-          {"memory_bytes", figure_json(figures.memory_bytes)},
-          {"memory_bandwidth", figure_json(figures.memory_bandwidth)},
-          {"launch_overhead", figure_json(figures.launch_overhead)},
-          {"step_overhead", figure_json(figures.step_overhead)},
-          {"price_per_hour", figure_json(figures.price_per_hour)},
+  nlohmann::json memory = figure_json(figures.memory_bytes);
+  if (!memory.is_null())
+    memory["value"] = static_cast<int64_t>(std::llround(figures.memory_bytes.value));
+  return {{"matrix_flops_per_s", precisions_json(figures.matrix_flops)},
+          {"vector_flops_per_s", precisions_json(figures.vector_flops)},
+          {"memory_bytes", memory},
+          {"memory_bandwidth_bytes_per_s", figure_json(figures.memory_bandwidth)},
+          {"launch_overhead_s", figure_json(figures.launch_overhead)},
+          {"step_overhead_s", figure_json(figures.step_overhead)},
+          {"price_usd_per_hour", figure_json(figures.price_per_hour)},
           {"matrix_tile", tile}};
 }
 
@@ -55,9 +60,9 @@ nlohmann::json cluster_json(const Cluster& cluster) {
                      {"kind", link_kind_name(link.kind)},
                      {"preset", link.preset},
                      {"implicit", link.implicit},
-                     {"bandwidth_forward", figure_json(link.bandwidth_forward)},
-                     {"bandwidth_backward", figure_json(link.bandwidth_backward)},
-                     {"latency", figure_json(link.latency)}});
+                     {"bandwidth_forward_bytes_per_s", figure_json(link.bandwidth_forward)},
+                     {"bandwidth_backward_bytes_per_s", figure_json(link.bandwidth_backward)},
+                     {"latency_s", figure_json(link.latency)}});
   }
   return {{"cluster", cluster.file.empty() ? "built-in: this machine" : cluster.file},
           {"hosts", hosts},

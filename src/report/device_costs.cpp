@@ -75,7 +75,7 @@ nlohmann::json device_costs_json(const GraphDeviceCosts& costs) {
     rows.push_back(
         {{"op_type", row.op_type},
          {"count", row.count},
-         {"seconds", seconds},
+         {"time_s", seconds},
          {"fastest", row.fastest < 0 ? nlohmann::json(nullptr)
                                      : nlohmann::json(column_label(costs, row.fastest))}});
   }
@@ -83,7 +83,7 @@ nlohmann::json device_costs_json(const GraphDeviceCosts& costs) {
   for (double s : costs.total_seconds) totals.push_back(seconds_json(s));
   return {{"columns", columns},
           {"op_types", rows},
-          {"total_seconds", totals},
+          {"total_s", totals},
           {"fastest", costs.fastest < 0 ? nlohmann::json(nullptr)
                                         : nlohmann::json(column_label(costs, costs.fastest))}};
 }

@@ -1,8 +1,10 @@
 #include "report/model_summary.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
+#include "report/json_schema.h"
 #include "report/table.h"
 
 namespace tandem {
@@ -72,24 +74,27 @@ nlohmann::json tensor_json(const TensorSummary& tensor) {
 }
 
 nlohmann::json summary_json(const ModelSummary& s) {
+  // FLOPs and bytes are counts: whole numbers in JSON.
+  const auto whole = [](double count) { return static_cast<int64_t>(std::llround(count)); };
   nlohmann::json ops = nlohmann::json::array();
   for (const OpTypeSummary& row : s.op_types) {
     ops.push_back({{"op_type", row.op_type},
                    {"count", row.count},
-                   {"flops", row.flops},
-                   {"bytes", row.bytes}});
+                   {"flops", whole(row.flops)},
+                   {"bytes", whole(row.bytes)}});
   }
   nlohmann::json inputs = nlohmann::json::array(), outputs = nlohmann::json::array();
   for (const TensorSummary& t : s.inputs) inputs.push_back(tensor_json(t));
   for (const TensorSummary& t : s.outputs) outputs.push_back(tensor_json(t));
-  return {{"model", s.path},
+  return {{"schema_version", kJsonSchemaVersion},
+          {"model", s.path},
           {"producer", s.producer},
           {"opset", s.opset},
           {"nodes", s.nodes},
           {"parameters", s.parameters},
-          {"parameter_bytes", s.parameter_bytes},
-          {"flops", s.total_flops},
-          {"bytes", s.total_bytes},
+          {"parameter_bytes", whole(s.parameter_bytes)},
+          {"flops", whole(s.total_flops)},
+          {"bytes", whole(s.total_bytes)},
           {"op_types", ops},
           {"inputs", inputs},
           {"outputs", outputs}};

@@ -1,6 +1,7 @@
 #include "sim/summary.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "report/table.h"
 
@@ -94,42 +95,45 @@ std::string render_simulation(const SimulationResult& result, const Plan& plan,
 nlohmann::json simulation_json(const SimulationResult& result, const Plan& plan,
                                const PlanningProblem& problem) {
   const Folded folded = fold(result, problem);
+  const auto whole = [](double bytes) { return static_cast<int64_t>(std::llround(bytes)); };
   nlohmann::json json;
   json["source"] = result.timeline.source;
   json["strategy"] = plan.strategy;
+  json["chosen"] = plan.chosen.empty() ? plan.strategy : plan.chosen;
+  json["reason"] = plan.reason;
   json["objective"] = objective_name(plan.objective);
   json["microbatches"] = plan.microbatches;
   json["replicas"] = result.replicas;
-  json["predicted"] = {{"latency_seconds", result.latency_seconds},
-                       {"throughput_samples_per_second", result.throughput_samples_per_second}};
+  json["predicted"] = {{"latency_s", result.latency_seconds},
+                       {"throughput_samples_per_s", result.throughput_samples_per_second}};
   json["planner_estimate"] = {
-      {"latency_seconds", plan.predicted.latency_seconds},
-      {"throughput_samples_per_second", plan.predicted.throughput_samples_per_second}};
+      {"latency_s", plan.predicted.latency_seconds},
+      {"throughput_samples_per_s", plan.predicted.throughput_samples_per_second}};
   json["events"] = result.events;
   nlohmann::json devices = nlohmann::json::array();
   for (const HtmlReport::DeviceRow& row : folded.devices) {
-    devices.push_back(
-        {{"id", row.id},
-         {"busy_seconds", row.busy_seconds},
-         {"idle_seconds", row.idle_seconds},
-         {"memory_peak_bytes", row.peak_memory_bytes},
-         {"capacity_bytes", row.capacity_bytes == kInfinity ? nlohmann::json(nullptr)
-                                                            : nlohmann::json(row.capacity_bytes)}});
+    devices.push_back({{"id", row.id},
+                       {"busy_s", row.busy_seconds},
+                       {"idle_s", row.idle_seconds},
+                       {"memory_peak_bytes", whole(row.peak_memory_bytes)},
+                       {"capacity_bytes", row.capacity_bytes == kInfinity
+                                              ? nlohmann::json(nullptr)
+                                              : nlohmann::json(whole(row.capacity_bytes))}});
   }
   json["devices"] = devices;
   nlohmann::json links = nlohmann::json::array();
   for (size_t l = 0; l < folded.links.size(); ++l) {
     links.push_back({{"link", l},
                      {"name", folded.links[l].name},
-                     {"bytes", folded.links[l].bytes},
-                     {"busy_seconds", folded.links[l].busy_seconds}});
+                     {"bytes", whole(folded.links[l].bytes)},
+                     {"busy_s", folded.links[l].busy_seconds}});
   }
   json["links"] = links;
   if (result.overflow) {
     json["memory_overflow"] = {{"device", result.overflow->device},
-                               {"time_seconds", result.overflow->time_seconds},
-                               {"bytes", result.overflow->bytes},
-                               {"capacity_bytes", result.overflow->capacity_bytes}};
+                               {"time_s", result.overflow->time_seconds},
+                               {"bytes", whole(result.overflow->bytes)},
+                               {"capacity_bytes", whole(result.overflow->capacity_bytes)}};
   }
   return json;
 }

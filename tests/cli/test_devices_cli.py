@@ -69,8 +69,8 @@ class Devices(unittest.TestCase):
         self.assertEqual(by_id["gpu0"]["backend"], "cuda")
         self.assertEqual(by_id["tpu1"]["backend"], "pjrt")
         self.assertEqual(by_id["tpu1"]["figures"]["matrix_tile"]["value"], 128)
-        self.assertEqual(by_id["tpu1"]["figures"]["matrix_flops"]["bf16"]["value"], 197e12)
-        self.assertIn("uncertain", by_id["tpu1"]["figures"]["matrix_flops"]["fp32"]["note"])
+        self.assertEqual(by_id["tpu1"]["figures"]["matrix_flops_per_s"]["bf16"]["value"], 197e12)
+        self.assertIn("uncertain", by_id["tpu1"]["figures"]["matrix_flops_per_s"]["fp32"]["note"])
 
     def test_bad_cluster_file_is_exit_2_with_file_and_line(self):
         with tempfile.TemporaryDirectory() as directory:

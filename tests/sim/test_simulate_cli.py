@@ -63,14 +63,14 @@ class Simulate(unittest.TestCase):
         summary = json.loads(result.stdout)
         with open(self.heft) as f:
             plan = json.load(f)
-        simulated = summary["predicted"]["latency_seconds"]
+        simulated = summary["predicted"]["latency_s"]
         planned = plan["predicted"]["latency_s"]
         self.assertGreater(simulated, 0)
         # The evaluator charges whole transfers per device pair; the simulator hop by hop.
         self.assertLess(abs(simulated - planned) / planned, 0.05)
         self.assertEqual([d["id"] for d in summary["devices"]], ["cpu0", "cpu1"])
         for device in summary["devices"]:
-            self.assertAlmostEqual(device["busy_seconds"] + device["idle_seconds"], simulated,
+            self.assertAlmostEqual(device["busy_s"] + device["idle_s"], simulated,
                                    delta=simulated * 1e-9)
         self.assertGreater(sum(link["bytes"] for link in summary["links"]), 0)
 
@@ -100,11 +100,11 @@ class Simulate(unittest.TestCase):
         self.assertEqual(one["microbatches"], 4)
         self.assertEqual(four["replicas"], 4)
         # One host: replicas share nothing, so each runs as fast as one alone.
-        self.assertAlmostEqual(four["predicted"]["latency_seconds"],
-                               one["predicted"]["latency_seconds"], delta=1e-12)
-        self.assertAlmostEqual(four["predicted"]["throughput_samples_per_second"],
-                               4 * one["predicted"]["throughput_samples_per_second"],
-                               delta=1e-6 * one["predicted"]["throughput_samples_per_second"])
+        self.assertAlmostEqual(four["predicted"]["latency_s"],
+                               one["predicted"]["latency_s"], delta=1e-12)
+        self.assertAlmostEqual(four["predicted"]["throughput_samples_per_s"],
+                               4 * one["predicted"]["throughput_samples_per_s"],
+                               delta=1e-6 * one["predicted"]["throughput_samples_per_s"])
 
     def test_memory_overflow_is_named(self):
         small = os.path.join(self.dir.name, "small.yaml")
