@@ -93,9 +93,9 @@ def main():
         for report in [cold, *warm]:
             if not all(check["matches"] for check in report["checks"]):
                 raise RuntimeError(f"{name}: PJRT outputs differ from ONNX Runtime's")
-        lookups = sum(r["compiled"][0]["compiles"] + r["compiled"][0]["disk_hits"] +
-                      r["compiled"][0]["memory_hits"] for r in warm)
-        hits = sum(r["compiled"][0]["disk_hits"] + r["compiled"][0]["memory_hits"] for r in warm)
+        lookups = sum(r["plan"]["compiled"][0]["compiles"] + r["plan"]["compiled"][0]["disk_hits"] +
+                      r["plan"]["compiled"][0]["memory_hits"] for r in warm)
+        hits = sum(r["plan"]["compiled"][0]["disk_hits"] + r["plan"]["compiled"][0]["memory_hits"] for r in warm)
         totals["lookups"] += lookups
         totals["hits"] += hits
         options = ort.SessionOptions()
@@ -106,15 +106,15 @@ def main():
         feeds = {spec["name"]: np.load(os.path.join(args.zoo, spec["file"]))
                  for spec in entry["inputs"]}
         ort_ms = statistics.median(time_ort(session, feeds, args.iterations))
-        pjrt_ms = statistics.median(sample for r in warm for sample in r["latency_ms"]["samples"])
+        pjrt_ms = 1e3 * statistics.median(sample for r in warm for sample in r["latency"]["samples_s"])
         row = {"model": name,
                "segments": cold["plan"]["segments"],
-               "compile_seconds": cold["compiled"][0]["compile_seconds"],
-               "programs_compiled": cold["compiled"][0]["compiles"],
-               "load_ms": 1e3 * statistics.median(r["compiled"][0]["load_seconds"] for r in warm),
+               "compile_seconds": cold["plan"]["compiled"][0]["compile_s"],
+               "programs_compiled": cold["plan"]["compiled"][0]["compiles"],
+               "load_ms": 1e3 * statistics.median(r["plan"]["compiled"][0]["load_s"] for r in warm),
                "cache_hit_rate": hits / lookups if lookups else 0.0,
                "pjrt_median_ms": pjrt_ms,
-               "tandem_cpu_median_ms": native["latency_ms"]["median"],
+               "tandem_cpu_median_ms": 1e3 * native["latency"]["median_s"],
                "ort_median_ms": ort_ms}
         rows.append(row)
         print(f"{name:22} {row['compile_seconds']:9.3f} {row['load_ms']:8.1f} "

@@ -140,7 +140,7 @@ def main():
     for _ in range(args.rounds):
         for entry in manifest:
             measured = measure(args.tandem, args.zoo, entry, args.threads, args.iterations, False)
-            round_medians[entry["name"]].append(measured["latency_ms"]["median"])
+            round_medians[entry["name"]].append(1e3 * measured["latency"]["median_s"])
 
     rows, op_rows = [], []
     print(f"{'model':24} {'measured ms':>11} {'predicted':>10} {'error':>7} "
@@ -159,12 +159,12 @@ def main():
         rows.append(row)
         print(f"{row['model']:24} {measured_ms:11.4f} {row['predicted_ms']:10.4f} "
               f"{row['error']:7.1%} {row['history_ms']:10.4f} {row['history_error']:7.1%}", flush=True)
-        for op in profiled["op_times"]:
+        for op in profiled["profile"]["op_types"]:
             op_type = op["op_type"]
-            if op["ms_per_run"] <= 0 or op_type not in predicted["op_types"]:
+            if op["time_per_run_s"] <= 0 or op_type not in predicted["op_types"]:
                 continue
             op_row = {"model": entry["name"], "op_type": op_type, "calls": op["calls"],
-                      "measured_ms": op["ms_per_run"],
+                      "measured_ms": 1e3 * op["time_per_run_s"],
                       "predicted_ms": predicted["op_types"][op_type]["seconds"] * 1e3,
                       "history_ms": with_history["op_types"][op_type]["seconds"] * 1e3}
             op_row["error"] = relative_error(op_row["predicted_ms"], op_row["measured_ms"])

@@ -36,7 +36,7 @@ def time_tandem(tandem, zoo, entry, threads, iterations):
     result = subprocess.run(args, capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"tandem failed on {entry['name']}: {result.stderr.strip()}")
-    return json.loads(result.stdout)["latency_ms"]["samples"]
+    return [1e3 * s for s in json.loads(result.stdout)["latency"]["samples_s"]]
 
 
 def time_ort(session, feeds, iterations):

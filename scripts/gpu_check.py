@@ -185,10 +185,9 @@ def hybrid() -> None:
             rows.append(f"{model}: exit {result.returncode}: {tail(result.stderr, 2)}")
             continue
         report = json.loads(result.stdout)
-        measured = report["latency_ms"]
-        measured = measured.get("median", measured) if isinstance(measured, dict) else measured
-        predicted = report["predicted_latency_ms"]
-        checks = all(c.get("matches", c.get("passed", False)) for c in report.get("checks", []))
+        measured = report["latency"]["median_s"] * 1e3
+        predicted = report["plan"]["predicted_latency_s"] * 1e3
+        checks = all(c["matches"] for c in report["checks"])
         ok = ok and checks
         rows.append(f"{model}: measured {measured:.3g} ms, predicted {predicted:.3g} ms "
                     f"(x{measured / predicted:.2f}), outputs {'match' if checks else 'DIFFER'}")
@@ -232,8 +231,7 @@ def three_backends() -> None:
         ours = np.load(os.path.join(outputs["data-parallel"][0], os.path.basename(npy)))
         ref = np.load(npy)
         worst = max(worst, float(np.max(np.abs(ours.astype(np.float64) - ref)) / (np.max(np.abs(ref)) or 1.0)))
-    devices = [d.get("id") or d.get("device") or d.get("name") for d in outputs["data-parallel"][1].get("devices", [])
-               if isinstance(d, dict) and d.get("busy_ms", 0) > 0]
+    devices = [d["id"] for d in outputs["data-parallel"][1]["plan"]["devices"] if d["busy_s"] > 0]
     step("native CUDA + PJRT-on-GPU + CPU in one plan", worst < 1e-3,
          f"data-parallel batch 6 over {devices or 'gpu0, xla0, cpu0'}: max relative difference {worst:.2g} from cpu0 alone")
 

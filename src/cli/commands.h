@@ -1,5 +1,6 @@
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,19 +30,26 @@ struct InspectOptions : ModelOptions {
 
 struct RunOptions : ModelOptions {
   std::vector<std::string> expects;  // NAME=FILE.npy
+  double rtol = 1e-3;                // --expect tolerances (util/compare.h)
+  std::optional<double> atol;        // absolute; default 1e-4 of the reference's largest |value|
   std::string output_dir;
   int threads = 0;
   uint64_t seed = 0;
   int warmup = 1;
+  double warmup_seconds = 0;  // > 0: warm up for this long instead of --warmup runs
   int iterations = 10;
-  bool fuse = true;       // fold BatchNorm and fuse activations before running
-  bool profile = false;   // time every op and print the time per op type
-  std::string cluster;    // run across this cluster's devices (planned with `auto` unless --plan)
-  std::string strategy;   // with --cluster: plan with this strategy (default auto)
-  int microbatches = 1;   // with --cluster: split the batch into this many micro-batches
-  std::string plan;       // a plan file from `tandem plan -o`
-  std::string trace;      // write the measured timeline here (Chrome trace events)
-  bool failover = false;  // when a device fails, re-plan onto the others and finish
+  double duration = 0;      // > 0: time runs for this many seconds instead of --iterations
+  bool fuse = true;         // fold BatchNorm and fuse activations before running
+  bool profile = false;     // time every op: per op type and per node
+  std::string profile_out;  // write the profile as JSON here (implies --profile)
+  bool verbose = false;     // say on stderr what was decided: fusion, memory, plan, segments
+  std::string cluster;      // run across this cluster's devices (planned with `auto` unless --plan)
+  std::string strategy;     // with --cluster: plan with this strategy (default auto)
+  int microbatches = 1;     // with --cluster: split the batch into this many micro-batches
+  std::string plan;         // a plan file from `tandem plan -o`
+  std::string trace;        // write the measured timeline here (Chrome trace events)
+  std::string report;       // write an HTML report: the predicted timeline above the measured one
+  bool failover = false;    // when a device fails, re-plan onto the others and finish
 };
 
 struct CalibrateOptions {

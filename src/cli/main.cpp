@@ -1,7 +1,9 @@
 // The `tandem` command: parses arguments and hands each verb to its command.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <new>
 #include <string>
 #include <vector>
@@ -14,8 +16,10 @@ namespace {
 
 using namespace tandem::cli;
 
-void add_model_options(CLI::App& verb, ModelOptions& options) {
-  verb.add_option("model", options.model, "ONNX model file")->required();
+void add_model_options(CLI::App& verb, ModelOptions& options, bool model_required = true) {
+  verb.add_option("model", options.model,
+                  model_required ? "ONNX model file" : "ONNX model file (default: --plan's)")
+      ->required(model_required);
   verb.add_option("--dim", options.dims,
                   "bind a symbolic dimension, e.g. --dim batch=8 (unbound ones are 1)");
   verb.add_option("--shape", options.shapes,
@@ -24,6 +28,28 @@ void add_model_options(CLI::App& verb, ModelOptions& options) {
                   "an input from a .npy file, NAME=FILE.npy: binds its shape (run: and its data; "
                   "random when absent)");
   verb.add_flag("--json", options.json, "print JSON instead of tables");
+}
+
+std::string format_number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+// A real number from `low` to `high`: CLI11's Range lets NaN through (every comparison with it is
+// false) and prints its bounds with six decimals.
+CLI::Validator number_in(double low, double high) {
+  return CLI::Validator(
+      [low, high](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0' || !std::isfinite(value))
+          return "'" + text + "' is not a number";
+        if (value < low || value > high)
+          return text + " is outside " + format_number(low) + " to " + format_number(high);
+        return "";
+      },
+      "[" + format_number(low) + " - " + format_number(high) + "]", "number");
 }
 
 // " (did you mean X?)" for the candidate within a third of the word's length (two edits at
@@ -85,9 +111,10 @@ int main(int argc, char** argv) {
                            "also predict each op type's time on every device of this cluster file");
 
   RunOptions run;
-  CLI::App* run_verb =
-      app.add_subcommand("run", "run a model on the CPU, check its outputs and time it");
-  add_model_options(*run_verb, run);
+  CLI::App* run_verb = app.add_subcommand("run",
+                                          "run a model on this machine's CPU or across a cluster's "
+                                          "devices, check its outputs and time it");
+  add_model_options(*run_verb, run, false);
   run_verb->add_option("--expect", run.expects,
                        "compare an output with a .npy file, NAME=FILE.npy (exit 1 on mismatch)");
   run_verb->add_option("--output-dir", run.output_dir, "write every output as DIR/NAME.npy");
@@ -100,16 +127,37 @@ int main(int argc, char** argv) {
           },
           "", "non-negative"))
       ->capture_default_str();
-  run_verb->add_option("--warmup", run.warmup, "untimed runs first")
+  run_verb->add_option("--rtol", run.rtol, "--expect: relative tolerance")
       ->capture_default_str()
-      ->check(CLI::Range(0, 1000000));
-  run_verb->add_option("--iterations", run.iterations, "timed runs")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000000));
+      ->check(number_in(0, 1));
+  run_verb
+      ->add_option("--atol", run.atol,
+                   "--expect: absolute tolerance (default: 1e-4 of the reference's largest value)")
+      ->check(number_in(0, 1e30));
+  CLI::Option* warmup = run_verb->add_option("--warmup", run.warmup, "untimed runs first")
+                            ->capture_default_str()
+                            ->check(CLI::Range(0, 1000000));
+  run_verb
+      ->add_option("--warmup-duration", run.warmup_seconds,
+                   "warm up for this many seconds instead of --warmup runs")
+      ->check(number_in(0, 86400))
+      ->excludes(warmup);
+  CLI::Option* iterations = run_verb->add_option("--iterations", run.iterations, "timed runs")
+                                ->capture_default_str()
+                                ->check(CLI::Range(1, 1000000));
+  run_verb
+      ->add_option("--duration", run.duration,
+                   "time runs for this many seconds instead of --iterations (at least one run)")
+      ->check(number_in(0, 86400))
+      ->excludes(iterations);
   run_verb->add_flag("!--no-fusion", run.fuse,
                      "run the graph as imported, without folding BatchNorm or fusing activations");
   run_verb->add_flag("--profile", run.profile,
-                     "time every op and show where the time goes, per op type");
+                     "time every op and show where the time goes, per op type and per node");
+  run_verb->add_option("--profile-out", run.profile_out,
+                       "write the profile (op types and every node) as JSON; implies --profile");
+  run_verb->add_flag("-v,--verbose", run.verbose,
+                     "say on stderr what was decided: bound dims, fusion, memory, the plan");
   run_verb->add_option("--cluster", run.cluster,
                        "run across the devices of this cluster file (planned with auto)");
   run_verb->add_option("--strategy", run.strategy,
@@ -119,9 +167,14 @@ int main(int argc, char** argv) {
                    "with --cluster: split the batch into this many micro-batches")
       ->check(CLI::Range(1, 1 << 20));
   run_verb->add_option("--plan", run.plan,
-                       "run this plan file (from tandem plan -o); needs --cluster");
+                       "run this plan file (from tandem plan -o); its model, cluster and dims "
+                       "unless given");
   run_verb->add_option("--trace", run.trace,
-                       "with --cluster: write the measured timeline as Chrome trace events");
+                       "with --cluster: write every timed run's measured timeline, ops inside "
+                       "segments, as Chrome trace events");
+  run_verb->add_option("--report", run.report,
+                       "with --cluster: write an HTML report, the predicted timeline above the "
+                       "measured one");
   run_verb->add_flag("--failover", run.failover,
                      "with --cluster: when a device fails, re-plan onto the others and finish");
 
@@ -143,10 +196,12 @@ int main(int argc, char** argv) {
                              "--backend pjrt: the plugin (default: $TANDEM_PJRT_PLUGIN)");
   calibrate_verb->add_flag("--quick", calibrate.quick, "small sizes, short runs (a few seconds)");
   calibrate_verb->add_flag("--json", calibrate.json, "print JSON instead of a table");
-  calibrate_verb->add_option("--model", calibrate.models,
-                             "also time every op of this ONNX model (repeatable)");
-  calibrate_verb->add_option("--dim", calibrate.dims, "bind a symbolic dimension of the models");
-  calibrate_verb->add_option("--shape", calibrate.shapes, "set a model input's whole shape");
+  CLI::Option* calibrate_model = calibrate_verb->add_option(
+      "--model", calibrate.models, "also time every op of this ONNX model (repeatable)");
+  calibrate_verb->add_option("--dim", calibrate.dims, "bind a symbolic dimension of the models")
+      ->needs(calibrate_model);
+  calibrate_verb->add_option("--shape", calibrate.shapes, "set a model input's whole shape")
+      ->needs(calibrate_model);
 
   DevicesOptions devices;
   CLI::App* devices_verb = app.add_subcommand(
@@ -186,7 +241,7 @@ int main(int argc, char** argv) {
   plan_verb
       ->add_option("--max-latency", plan.max_latency,
                    "for --objective cost: refuse plans slower than this (seconds)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_in(0, 1e9));
   plan_verb->add_option("--pin", plan.pins,
                         "run matching ops on a device: PATTERN=DEVICE, PATTERN a node name or op "
                         "type with * and ? (e.g. 'Gather*=gpu0'); the last match wins");
@@ -203,10 +258,10 @@ int main(int argc, char** argv) {
       "simulate a plan on its cluster, event by event: latency, throughput, every device's and "
       "link's busy time and memory over time");
   simulate_verb->add_option("plan", simulate.plan, "plan file (from `tandem plan -o`)")->required();
-  simulate_verb->add_option("--cluster", simulate.cluster, "the cluster file the plan was made for")
-      ->required();
+  simulate_verb->add_option("--cluster", simulate.cluster,
+                            "the cluster file (default: the one the plan was made for)");
   simulate_verb->add_option("--model", simulate.model,
-                            "the plan's ONNX model (needed when the plan file does not name it)");
+                            "the ONNX model (default: the one the plan was made for)");
   simulate_verb->add_option("--dim", simulate.dims, "bind a symbolic dimension, as for the plan");
   simulate_verb->add_option("--shape", simulate.shapes,
                             "set an input's whole shape, as for the plan");
@@ -235,7 +290,14 @@ int main(int argc, char** argv) {
   try {
     if (*inspect_verb) return inspect_command(inspect);
     if (*devices_verb) return devices_command(devices);
-    if (*calibrate_verb) return calibrate_command(calibrate);
+    if (*calibrate_verb) {
+      // An option the chosen backend does not read is a mistake to name, not to ignore.
+      if (!calibrate.plugin.empty() && calibrate.backend != "pjrt")
+        throw tandem::InputError(
+            "--plugin",
+            "only --backend pjrt loads a plugin (this is --backend " + calibrate.backend + ")");
+      return calibrate_command(calibrate);
+    }
     if (*plan_verb) return plan_command(plan);
     if (*simulate_verb) return simulate_command(simulate);
     return run_command(run);

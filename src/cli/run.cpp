@@ -4,17 +4,22 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "backends/cpu/cpu_device.h"
 #include "cli/commands.h"
 #include "cli/run_cluster.h"
+#include "cli/timed_runs.h"
 #include "ir/error.h"
 #include "ir/fuse.h"
+#include "plan/plan_json.h"
 #include "report/model_summary.h"
 #include "report/run_report.h"
+#include "report/table.h"
 #include "runtime/executor.h"
+#include "runtime/fault.h"
 #include "runtime/memory_limit.h"
 #include "util/compare.h"
 #include "util/npy.h"
@@ -63,6 +68,25 @@ std::vector<Tensor> prepare_inputs(const Graph& graph, const RunOptions& options
   return inputs;
 }
 
+// The --expect references by output name; a name that is not an output is bad input.
+std::map<std::string, Tensor> read_expected(const RunOptions& options, const Graph& graph) {
+  std::map<std::string, Tensor> expected;
+  for (const std::string& text : options.expects) {
+    auto [name, file] = split_assignment(text, "--expect");
+    const int id = graph.find_value(name);
+    if (id < 0 ||
+        std::find(graph.outputs.begin(), graph.outputs.end(), id) == graph.outputs.end()) {
+      std::string outputs;
+      for (int output : graph.outputs)
+        outputs += (outputs.empty() ? "" : ", ") + graph.values[output].name;
+      throw InputError("--expect " + text,
+                       "the model has no output '" + name + "' (its outputs: " + outputs + ")");
+    }
+    expected[name] = read_npy(file);
+  }
+  return expected;
+}
+
 std::string file_name_for(std::string name) {
   for (char& c : name) {
     if (c == '/' || c == '\\' || c == ':' || c == ' ') c = '_';
@@ -70,85 +94,179 @@ std::string file_name_for(std::string name) {
   return name + ".npy";
 }
 
-}  // namespace
-
-int run_command(const RunOptions& options) {
-  cpu::set_cpu_threads(options.threads);
-  const std::map<std::string, Tensor> input_files = read_input_files(options);
-  ImportedModel model = load_model(options, input_files);
-  if (options.fuse) fuse_for_inference(model.graph);
-  const Graph& graph = model.graph;
-  std::map<std::string, Tensor> expected;
-  for (const std::string& text : options.expects) {
-    auto [name, file] = split_assignment(text, "--expect");
-    const int id = graph.find_value(name);
-    if (id < 0 ||
-        std::find(graph.outputs.begin(), graph.outputs.end(), id) == graph.outputs.end()) {
-      throw InputError("--expect " + text, "the model has no output '" + name + "'");
-    }
-    expected[name] = read_npy(file);
+// `--plan plan.json` names the model, the cluster, the dims and the fusion it was made with;
+// what the command line leaves out is taken from it, and a model or cluster that changed since
+// is refused.
+void take_from_plan(RunOptions& options) {
+  const PlanProvenance made_from = plan_provenance(read_plan_document(options.plan), options.plan);
+  if (options.model.empty()) {
+    check_unchanged(made_from.model, "model", options.plan);
+    options.model = made_from.model.resolved();
+  } else if (plan_source(options.model).sha256 != made_from.model.sha256) {
+    throw InputError(options.plan, "it was made for the model " + made_from.model.path + ", not " +
+                                       options.model + " (their contents differ)");
   }
-  const std::vector<Tensor> inputs = prepare_inputs(graph, options, input_files);
-  if (!options.cluster.empty())
-    return run_on_cluster(options, model, input_files, inputs, expected);
-  if (!options.plan.empty() || !options.trace.empty() || options.failover ||
-      !options.strategy.empty() || options.microbatches != 1)
-    throw InputError("--plan, --strategy, --microbatches, --trace and --failover",
-                     "need --cluster");
+  if (options.cluster.empty()) {
+    check_unchanged(made_from.cluster, "cluster", options.plan);
+    options.cluster = made_from.cluster.resolved();
+  } else if (plan_source(options.cluster).sha256 != made_from.cluster.sha256) {
+    throw InputError(options.plan, "it was made for the cluster " + made_from.cluster.path +
+                                       ", not " + options.cluster + " (their contents differ)");
+  }
+  if (options.dims.empty() && options.shapes.empty() && options.inputs.empty()) {
+    options.dims = made_from.dim_arguments();
+    options.shapes = made_from.shape_arguments();
+  }
+  if (!made_from.fused) options.fuse = false;  // the graph the plan was made for
+}
 
+void check_options(const RunOptions& options) {
+  if (options.model.empty())
+    throw InputError("run", "model is required (or --plan PLAN.json, which names its model)");
+  if (options.cluster.empty() &&
+      (!options.trace.empty() || !options.report.empty() || options.failover ||
+       !options.strategy.empty() || options.microbatches != 1))
+    throw InputError("--strategy, --microbatches, --trace, --report and --failover",
+                     "need --cluster (or --plan)");
+  if (!options.plan.empty() && !options.strategy.empty())
+    throw InputError("--plan and --strategy", "give one: a plan file, or a strategy to plan with");
+}
+
+void say_model_decisions(const ImportedModel& model, const FusionStats& fusion, bool fused) {
+  std::string dims;
+  for (const auto& [name, size] : model.bound_dims) {
+    const bool defaulted = std::find(model.unbound_dims.begin(), model.unbound_dims.end(), name) !=
+                           model.unbound_dims.end();
+    dims += (dims.empty() ? "" : ", ") + name + "=" + std::to_string(size) +
+            (defaulted ? " (default)" : "");
+  }
+  std::fprintf(stderr,
+               "verbose: model: %zu nodes after import (constant subgraphs folded), dims %s\n",
+               model.graph.nodes.size(), dims.empty() ? "none" : dims.c_str());
+  if (!fused) {
+    std::fprintf(stderr, "verbose: fusion: off (--no-fusion)\n");
+    return;
+  }
+  std::fprintf(stderr,
+               "verbose: fusion: %d BatchNormalization folded into Conv, %d residual Add and %d "
+               "activations fused into Conv/Gemm/MatMul\n",
+               fusion.batch_norms_folded, fusion.residuals_fused, fusion.activations_fused);
+}
+
+// One device: the graph executor on this machine's CPU.
+RunReport run_on_cpu(const RunOptions& options, const RunSchedule& schedule, const Graph& graph,
+                     const std::vector<Tensor>& inputs) {
   cpu::CpuDevice device;
   GraphExecutor executor(graph, device);
-  std::map<std::string, OpTimeSummary> op_times;
-  bool timing = false;  // only timed iterations count
+  RunReport report;
+  if (options.verbose) {
+    std::fprintf(stderr,
+                 "verbose: memory: intermediates share a %s arena (%s if each had its own); "
+                 "device %s, %d threads\n",
+                 human_bytes(static_cast<double>(executor.memory_plan().arena_bytes)).c_str(),
+                 human_bytes(static_cast<double>(executor.memory_plan().requested_bytes)).c_str(),
+                 device.name().c_str(), cpu::cpu_threads());
+  }
+  struct NodeTotals {
+    NodeTime row;
+    int64_t calls = 0;  // nodes inside a Loop body run several times per run
+  };
+  std::map<const Node*, NodeTotals> node_times;
+  bool timing = false;  // only timed runs count
   if (options.profile) {
     executor.set_observer([&](const Node& node, std::chrono::nanoseconds elapsed) {
       if (!timing) return;
-      OpTimeSummary& row = op_times[node.op_type];
-      row.op_type = node.op_type;
-      ++row.calls;
-      row.total_ms += std::chrono::duration<double, std::milli>(elapsed).count();
+      NodeTotals& totals = node_times[&node];
+      NodeTime& row = totals.row;
+      ++totals.calls;
+      if (row.node.empty()) {
+        row.node = node.name.empty() ? "(unnamed " + node.op_type + ")" : node.name;
+        row.op_type = node.op_type;
+        row.device = device.name();
+      }
+      row.seconds += std::chrono::duration<double>(elapsed).count();
       row.flops += node.cost.flops;
     });
   }
-  const bool interactive = isatty(fileno(stderr)) && !options.json;
-  const int total_runs = options.warmup + options.iterations;
-  std::vector<double> latencies_ms;
   std::vector<Tensor> outputs;
-  const auto started = std::chrono::steady_clock::now();
-  for (int i = 0; i < total_runs; ++i) {
-    timing = i >= options.warmup;
+  const TimedRuns runs = time_runs(schedule, [&](bool timed) {
+    timing = timed;
     const auto start = std::chrono::steady_clock::now();
     outputs = executor.run(inputs);
-    const auto end = std::chrono::steady_clock::now();
-    if (i >= options.warmup)
-      latencies_ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
-    if (interactive && end - started > std::chrono::seconds(2)) {
-      std::fprintf(stderr, "\rrun %d/%d", i + 1, total_runs);
-      if (i + 1 == total_runs) std::fprintf(stderr, "\n");
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  });
+  report.warmup_runs = runs.warmup_runs;
+  report.latencies_seconds = runs.latencies_seconds;
+  report.duration_seconds = runs.duration_seconds;
+  report.arena_bytes = executor.memory_plan().arena_bytes;
+  report.unplanned_bytes = executor.memory_plan().requested_bytes;
+  report.profiled = options.profile;
+  const double count = static_cast<double>(runs.latencies_seconds.size());
+  std::map<std::string, OpTimeSummary> by_type;
+  for (auto& [node, totals] : node_times) {
+    NodeTime& row = totals.row;
+    OpTimeSummary& type = by_type[row.op_type];
+    type.op_type = row.op_type;
+    type.calls += totals.calls / static_cast<int64_t>(count);
+    row.seconds /= count;
+    row.flops /= count;
+    type.seconds += row.seconds;
+    type.flops += row.flops;
+    report.node_times.push_back(row);
+  }
+  for (const auto& [type, row] : by_type) report.op_times.push_back(row);
+  for (size_t i = 0; i < outputs.size(); ++i)
+    report.outputs.push_back({graph.values[graph.outputs[i]].name, outputs[i]});
+  return report;
+}
+
+}  // namespace
+
+int run_command(const RunOptions& given) {
+  RunOptions options = given;
+  if (!options.profile_out.empty()) options.profile = true;
+  if (!options.plan.empty()) take_from_plan(options);
+  check_options(options);
+  cpu::set_cpu_threads(options.threads);
+  const std::map<std::string, Tensor> input_files = read_input_files(options);
+  ImportedModel model = load_model(options, input_files);
+  FusionStats fusion;
+  if (options.fuse) fusion = fuse_for_inference(model.graph);
+  if (options.verbose) say_model_decisions(model, fusion, options.fuse);
+  const Graph& graph = model.graph;
+  const std::map<std::string, Tensor> expected = read_expected(options, graph);
+  const std::vector<Tensor> inputs = prepare_inputs(graph, options, input_files);
+
+  RunSchedule schedule;
+  schedule.warmup_runs = options.warmup;
+  schedule.warmup_seconds = options.warmup_seconds;
+  schedule.iterations = options.iterations;
+  schedule.duration_seconds = options.duration;
+  schedule.progress = isatty(fileno(stderr)) && !options.json;
+  RunReport report;
+  if (options.cluster.empty()) {
+    report = run_on_cpu(options, schedule, graph, inputs);
+  } else {
+    try {
+      report = run_on_cluster(options, schedule, model, input_files, inputs);
+    } catch (const DeviceFailure& failure) {
+      std::fprintf(stderr, "tandem: error: device failed: %s\n", failure.what());
+      return kExitDeviceFailed;
     }
   }
-
-  RunReport report;
   report.model = model.path;
   report.threads = cpu::cpu_threads();
   report.batch = graph.inputs.empty() || graph.values[graph.inputs[0]].type.shape.empty()
                      ? 1
                      : graph.values[graph.inputs[0]].type.shape[0];
-  report.latencies_ms = latencies_ms;
-  report.arena_bytes = executor.memory_plan().arena_bytes;
-  report.unplanned_bytes = executor.memory_plan().requested_bytes;
-  for (auto& [type, row] : op_times) {
-    row.calls /= options.iterations;
-    row.total_ms /= options.iterations;
-    row.flops /= options.iterations;
-    report.op_times.push_back(row);
-  }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const std::string& name = graph.values[graph.outputs[i]].name;
-    report.outputs.push_back({name, outputs[i]});
+
+  Tolerance tolerance;
+  tolerance.rtol = options.rtol;
+  tolerance.atol = options.atol;
+  for (const auto& [name, tensor] : report.outputs) {
     auto reference = expected.find(name);
     if (reference != expected.end())
-      report.checks.push_back({name, compare_tensors(outputs[i], reference->second)});
+      report.checks.push_back({name, compare_tensors(tensor, reference->second, tolerance)});
   }
   if (!options.output_dir.empty()) {
     std::error_code error;
@@ -158,14 +276,26 @@ int run_command(const RunOptions& options) {
       write_npy((std::filesystem::path(options.output_dir) / file_name_for(name)).string(), tensor);
     }
   }
+  if (!options.profile_out.empty()) {
+    std::ofstream file(options.profile_out);
+    file << profile_json(report).dump(2) << "\n";
+    if (!file) throw InputError(options.profile_out, "cannot write the profile");
+  }
   std::printf("%s\n", options.json ? run_report_json(report).dump(2).c_str()
                                    : render_run_report(report).c_str());
+  if (!options.json) {
+    if (!options.trace.empty()) std::printf("trace written to %s\n", options.trace.c_str());
+    if (!options.report.empty()) std::printf("report written to %s\n", options.report.c_str());
+    if (!options.profile_out.empty())
+      std::printf("profile written to %s\n", options.profile_out.c_str());
+  }
+  int status = kExitOk;
   for (const auto& [name, comparison] : report.checks) {
     if (comparison.matches) continue;
     std::fprintf(stderr, "tandem: mismatch: %s\n", describe_mismatch(name, comparison).c_str());
-    return kExitMismatch;
+    status = kExitMismatch;
   }
-  return kExitOk;
+  return status;
 }
 
 }  // namespace tandem::cli

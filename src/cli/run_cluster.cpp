@@ -5,102 +5,47 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <nlohmann/json.hpp>
 
 #include "backends/registry.h"
 #include "cli/backends.h"
 #include "cost/cost_model.h"
 #include "ir/error.h"
-#include "ir/fuse.h"
 #include "plan/evaluate.h"
 #include "plan/plan_json.h"
 #include "plan/strategies.h"
 #include "plan/strategy.h"
+#include "report/html_report.h"
 #include "report/table.h"
 #include "report/timeline.h"
 #include "runtime/plan_executor.h"
-#include "util/compare.h"
-#include "util/npy.h"
+#include "sim/simulator.h"
+#include "sim/summary.h"
 
 namespace tandem::cli {
 namespace {
 
-std::string percent_error(double measured, double predicted) {
-  return predicted > 0 ? format("%+.1f%%", 100 * (measured - predicted) / predicted) : "-";
-}
-
 struct ClusterRun {
   Plan plan;
   std::vector<Tensor> outputs;
-  std::vector<double> latencies;
-  PlanExecutor::RunStats stats;  // of the last timed run
+  TimedRuns runs;
+  std::vector<std::vector<double>> busy_seconds;  // per device, one per timed run
+  PlanExecutor::RunStats stats;                   // of the last timed run
   Timeline timeline;
   double prepare_seconds = 0;  // segments extracted, kernels and programs compiled
 };
 
-std::string render_compile_stats(const ClusterRun& run, const std::vector<CompileStats>& stats) {
-  std::string text = format("prepared in %s (segments extracted, kernels and programs compiled)\n",
-                            seconds_text(run.prepare_seconds).c_str());
-  for (const CompileStats& plugin : stats) {
-    text += format(
-        "  %s: %d program(s) compiled in %s, %d loaded from the disk cache in %s, %d "
-        "reused in memory (cache: %s)\n",
-        plugin.plugin.c_str(), plugin.compiles, seconds_text(plugin.compile_seconds).c_str(),
-        plugin.disk_hits, seconds_text(plugin.load_seconds).c_str(), plugin.memory_hits,
-        plugin.cache_directory.empty() ? "memory only" : plugin.cache_directory.c_str());
-    text += format(
-        "    program inputs, all runs: %d uploaded from the host, %d copied device to device, %d "
-        "already on the device\n",
-        plugin.uploaded, plugin.device_to_device, plugin.reused);
-  }
-  return text;
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t middle = values.size() / 2;
+  return values.size() % 2 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
 }
 
-nlohmann::json cluster_run_json(const ClusterRun& run, const PlanningProblem& problem,
-                                const std::vector<CompileStats>& stats) {
-  nlohmann::json devices = nlohmann::json::array();
-  for (int d = 0; d < problem.device_count(); ++d) {
-    const auto& busy = run.stats.busy_seconds;
-    const auto& predicted = run.plan.predicted.busy_seconds;
-    devices.push_back(
-        {{"id", problem.cluster().devices[d].id},
-         {"busy_ms", d < static_cast<int>(busy.size()) ? busy[d] * 1e3 : 0.0},
-         {"predicted_busy_ms", d < static_cast<int>(predicted.size()) ? predicted[d] * 1e3 : 0.0}});
-  }
-  std::vector<double> samples;
-  for (double seconds : run.latencies) samples.push_back(seconds * 1e3);
-  std::vector<double> sorted = samples;
-  std::sort(sorted.begin(), sorted.end());
-  nlohmann::json compiled = nlohmann::json::array();
-  for (const CompileStats& plugin : stats) {
-    compiled.push_back({{"plugin", plugin.plugin},
-                        {"cache_directory", plugin.cache_directory},
-                        {"compiles", plugin.compiles},
-                        {"disk_hits", plugin.disk_hits},
-                        {"memory_hits", plugin.memory_hits},
-                        {"compile_seconds", plugin.compile_seconds},
-                        {"load_seconds", plugin.load_seconds},
-                        {"inputs_uploaded", plugin.uploaded},
-                        {"inputs_device_to_device", plugin.device_to_device},
-                        {"inputs_on_device", plugin.reused}});
-  }
-  return {{"plan",
-           {{"strategy", run.plan.strategy},
-            {"segments", run.plan.segments.size()},
-            {"transfers", run.plan.transfers.size()},
-            {"microbatches", std::max(run.plan.microbatches, 1)}}},
-          {"prepare_seconds", run.prepare_seconds},
-          {"latency_ms",
-           {{"median", sorted.empty() ? 0.0 : sorted[sorted.size() / 2]}, {"samples", samples}}},
-          {"predicted_latency_ms", run.plan.predicted.latency_seconds * 1e3},
-          {"devices", devices},
-          {"compiled", compiled}};
-}
-
-ClusterRun run_plan(const RunOptions& options, const Graph& graph, const BatchSplit& split,
+// Runs the plan as `schedule` says; the timeline holds every timed run, with each op inside its
+// segment when `record_ops`.
+ClusterRun run_plan(const RunSchedule& schedule, const Graph& graph, const BatchSplit& split,
                     const Plan& plan, const std::vector<std::unique_ptr<Device>>& devices,
-                    const std::vector<Tensor>& inputs) {
+                    const std::vector<Tensor>& inputs, bool record_ops) {
   std::vector<Device*> pointers;
   for (const auto& device : devices) pointers.push_back(device.get());
   PlanExecutor::Options executor_options;
@@ -114,10 +59,21 @@ ClusterRun run_plan(const RunOptions& options, const Graph& graph, const BatchSp
   run.prepare_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   run.plan = plan;
-  for (int i = 0; i < options.warmup + options.iterations; ++i) {
+  run.busy_seconds.resize(devices.size());
+  bool recording = false;
+  run.runs = time_runs(schedule, [&](bool timed) {
+    if (timed && !recording) {  // the warm-up runs are not part of the trace
+      executor.set_recording({.every_run = true, .ops = record_ops});
+      recording = true;
+    }
     run.outputs = executor.run(inputs);
-    if (i >= options.warmup) run.latencies.push_back(executor.stats().seconds);
-  }
+    const PlanExecutor::RunStats& stats = executor.stats();
+    if (timed) {
+      for (size_t d = 0; d < stats.busy_seconds.size() && d < devices.size(); ++d)
+        run.busy_seconds[d].push_back(stats.busy_seconds[d]);
+    }
+    return stats.seconds;
+  });
   run.stats = executor.stats();
   run.timeline = executor.timeline();
   return run;
@@ -149,50 +105,64 @@ Plan make_plan(const RunOptions& options, const PlanningProblem& problem,
   return *plan;
 }
 
-std::string render_summary(const ClusterRun& run, const PlanningProblem& problem) {
-  const Plan& plan = run.plan;
-  std::vector<double> sorted = run.latencies;
-  std::sort(sorted.begin(), sorted.end());
-  const double median = sorted[sorted.size() / 2];
-  std::string text =
-      format("plan: %s, %zu segments, %zu transfers, %d micro-batch(es)\n", plan.strategy.c_str(),
-             plan.segments.size(), plan.transfers.size(), std::max(plan.microbatches, 1));
-  Table table({"", "measured", "predicted", "error"});
-  for (int d = 0; d < problem.device_count(); ++d) {
-    const double measured =
-        d < static_cast<int>(run.stats.busy_seconds.size()) ? run.stats.busy_seconds[d] : 0;
-    const double predicted = d < static_cast<int>(plan.predicted.busy_seconds.size())
-                                 ? plan.predicted.busy_seconds[d]
-                                 : 0;
-    if (measured == 0 && predicted == 0) continue;
-    table.add_row({problem.cluster().devices[d].id + " busy", format("%.3f ms", measured * 1e3),
-                   format("%.3f ms", predicted * 1e3), percent_error(measured, predicted)});
+void say_plan(const Plan& plan, const PlanningProblem& problem) {
+  const std::string chosen = plan.chosen.empty() || plan.chosen == plan.strategy
+                                 ? ""
+                                 : " chose " + plan.chosen + " (" + plan.reason + ")";
+  std::fprintf(stderr, "verbose: plan: %s%s, %zu segments, %zu transfers, %d micro-batch(es)\n",
+               plan.strategy.c_str(), chosen.c_str(), plan.segments.size(), plan.transfers.size(),
+               std::max(plan.microbatches, 1));
+  for (const Segment& segment : plan.segments) {
+    const std::vector<Node>& nodes = problem.graph()->nodes;
+    std::fprintf(stderr, "verbose:   %s: %zu node(s), %s .. %s\n",
+                 problem.cluster().devices[segment.device].id.c_str(), segment.nodes.size(),
+                 nodes[segment.nodes.front()].name.c_str(),
+                 nodes[segment.nodes.back()].name.c_str());
   }
-  table.add_separator();
-  table.add_row({"latency (median)", format("%.3f ms", median * 1e3),
-                 format("%.3f ms", plan.predicted.latency_seconds * 1e3),
-                 percent_error(median, plan.predicted.latency_seconds)});
-  text += table.render();
-  std::string sources;
-  for (const std::string& source : plan.figure_sources)
-    sources += (sources.empty() ? "" : ", ") + source;
-  text += format(
-      "measured: %zu timed run(s) on this machine, %d segment runs and %d transfers "
-      "in the last; predicted: the planner's evaluator (%s)\n",
-      run.latencies.size(), run.stats.segments_run, run.stats.transfers,
-      sources.empty() ? "cost model" : sources.c_str());
-  return text;
+}
+
+ClusterRunFigures figures_of(const ClusterRun& run, const PlanningProblem& problem,
+                             const std::vector<CompileStats>& stats, const std::string& cluster) {
+  const Plan& plan = run.plan;
+  ClusterRunFigures figures;
+  figures.cluster = cluster;
+  figures.strategy = plan.strategy;
+  figures.chosen = plan.chosen;
+  figures.segments = plan.segments.size();
+  figures.transfers = plan.transfers.size();
+  figures.microbatches = std::max(plan.microbatches, 1);
+  figures.prepare_seconds = run.prepare_seconds;
+  figures.predicted_latency_seconds = plan.predicted.latency_seconds;
+  std::vector<std::string> sources = plan.figure_sources;
+  std::sort(sources.begin(), sources.end());
+  sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
+  for (const std::string& source : sources)
+    figures.predicted_from += (figures.predicted_from.empty() ? "" : ", ") + source;
+  for (int d = 0; d < problem.device_count(); ++d) {
+    figures.devices.push_back(
+        {problem.cluster().devices[d].id,
+         d < static_cast<int>(run.busy_seconds.size()) ? median(run.busy_seconds[d]) : 0.0,
+         d < static_cast<int>(plan.predicted.busy_seconds.size()) ? plan.predicted.busy_seconds[d]
+                                                                  : 0.0});
+  }
+  for (const CompileStats& plugin : stats) {
+    figures.compiled.push_back({plugin.plugin, plugin.cache_directory, plugin.compiles,
+                                plugin.disk_hits, plugin.memory_hits, plugin.compile_seconds,
+                                plugin.load_seconds, plugin.uploaded, plugin.device_to_device,
+                                plugin.reused});
+  }
+  figures.segments_run = run.stats.segments_run;
+  figures.transfers_run = run.stats.transfers;
+  return figures;
 }
 
 }  // namespace
 
-int run_on_cluster(const RunOptions& options, const ImportedModel& model,
-                   const std::map<std::string, Tensor>& input_files,
-                   const std::vector<Tensor>& inputs,
-                   const std::map<std::string, Tensor>& expected) {
+RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
+                         const ImportedModel& model,
+                         const std::map<std::string, Tensor>& input_files,
+                         const std::vector<Tensor>& inputs) {
   const Graph& graph = model.graph;
-  if (!options.plan.empty() && !options.strategy.empty())
-    throw InputError("--plan and --strategy", "give one: a plan file, or a strategy to plan with");
   const Cluster cluster = load_cluster(options.cluster);
   const CostModel cost(cluster);
   // Every device starts (or the run is refused, naming it) before any planning or work.
@@ -207,65 +177,61 @@ int run_on_cluster(const RunOptions& options, const ImportedModel& model,
                  options.microbatches, split.refusal.c_str());
   }
   const PlanningProblem problem(graph, cost.cluster(), cost, plan_options);
+  const bool record_ops = !options.trace.empty() || !options.report.empty();
   ClusterRun run;
   std::string failover_note;
+  // The prediction the report draws above the measured run: the plan that ran, simulated.
+  const auto write_report = [&](const ClusterRun& ran, const PlanningProblem& planned) {
+    if (options.report.empty()) return;
+    SimulationOptions simulation;
+    simulation.record_timeline = true;
+    HtmlReport html =
+        simulation_html(simulate(planned, ran.plan, simulation), ran.plan, planned,
+                        display_path(model.path) + " on " + display_path(options.cluster));
+    html.strategy = ran.plan.chosen.empty() || ran.plan.chosen == ran.plan.strategy
+                        ? ran.plan.strategy
+                        : ran.plan.chosen + " (chosen by " + ran.plan.strategy + ")";
+    html.batch = split.batch;
+    html.measured = ran.timeline;
+    html.measured_source =
+        display_path(options.cluster) + ": " + std::to_string(ran.runs.latencies_seconds.size()) +
+        " timed run(s) after " + std::to_string(ran.runs.warmup_runs) + " warm-up";
+    write_html_report(options.report, html);
+  };
   try {
-    run = run_plan(options, graph, split, make_plan(options, problem, options.strategy), devices,
-                   inputs);
+    const Plan plan = make_plan(options, problem, options.strategy);
+    if (options.verbose) say_plan(plan, problem);
+    run = run_plan(schedule, graph, split, plan, devices, inputs, record_ops);
+    write_report(run, problem);
   } catch (const DeviceFailure& failure) {
-    if (!options.failover) {
-      std::fprintf(stderr, "tandem: error: device failed: %s\n", failure.what());
-      return kExitDeviceFailed;
-    }
+    if (!options.failover) throw;
     // Re-plan with `auto` onto the devices left, and run that plan from the start.
     PlanOptions remaining = plan_options;
     remaining.excluded.push_back(failure.device_name());
     const PlanningProblem replanned(graph, cost.cluster(), cost, remaining);
     std::fprintf(stderr, "tandem: %s failed (%s); failing over: re-planning onto the others\n",
                  failure.device_name().c_str(), failure.what());
-    run = run_plan(options, graph, split, make_plan(options, replanned, "auto"), devices, inputs);
-    failover_note = "failover: " + failure.device_name() + " failed; re-planned with auto onto " +
-                    "the remaining devices and finished\n";
+    const Plan plan = make_plan(options, replanned, "auto");
+    if (options.verbose) say_plan(plan, replanned);
+    run = run_plan(schedule, graph, split, plan, devices, inputs, record_ops);
+    write_report(run, replanned);
+    failover_note = "failover    " + failure.device_name() +
+                    " failed; re-planned with auto onto the remaining devices and finished\n";
   }
   if (!options.trace.empty()) {
     run.timeline.source = "measured on this machine (" + options.cluster + ")";
     write_chrome_trace(options.trace, run.timeline);
   }
-  if (!options.output_dir.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(options.output_dir, error);
-    if (error) throw InputError(options.output_dir, "cannot create the folder: " + error.message());
-  }
-  const std::vector<CompileStats> stats = compile_stats(devices);
-  std::string text = "model: " + model.path + "\ncluster: " + options.cluster + "\n" +
-                     failover_note + render_summary(run, problem) +
-                     render_compile_stats(run, stats);
-  nlohmann::json json = cluster_run_json(run, problem, stats);
-  json["model"] = model.path;
-  json["cluster"] = options.cluster;
-  json["checks"] = nlohmann::json::array();
-  int status = kExitOk;
-  for (size_t i = 0; i < run.outputs.size(); ++i) {
-    const std::string& name = graph.values[graph.outputs[i]].name;
-    text += "output " + name + ": " + shape_str(run.outputs[i].shape()) + "\n";
-    if (!options.output_dir.empty()) {
-      std::string file = name;
-      for (char& c : file) {
-        if (c == '/' || c == '\\' || c == ':' || c == ' ') c = '_';
-      }
-      write_npy((std::filesystem::path(options.output_dir) / (file + ".npy")).string(),
-                run.outputs[i]);
-    }
-    auto reference = expected.find(name);
-    if (reference == expected.end()) continue;
-    const Comparison comparison = compare_tensors(run.outputs[i], reference->second);
-    text += "  matches " + name + ": " + (comparison.matches ? "yes" : "NO") + "\n";
-    json["checks"].push_back({{"output", name}, {"matches", comparison.matches}});
-    if (!comparison.matches) status = kExitMismatch;
-  }
-  if (!options.trace.empty()) text += "trace written to " + options.trace + "\n";
-  std::printf("%s", options.json ? (json.dump(2) + "\n").c_str() : text.c_str());
-  return status;
+  RunReport report;
+  report.device = "cluster";
+  report.warmup_runs = run.runs.warmup_runs;
+  report.latencies_seconds = run.runs.latencies_seconds;
+  report.duration_seconds = run.runs.duration_seconds;
+  report.cluster = figures_of(run, problem, compile_stats(devices), options.cluster);
+  report.cluster->failover = failover_note;
+  for (size_t i = 0; i < run.outputs.size(); ++i)
+    report.outputs.push_back({graph.values[graph.outputs[i]].name, run.outputs[i]});
+  return report;
 }
 
 }  // namespace tandem::cli

@@ -9,6 +9,9 @@
 namespace tandem {
 namespace {
 
+// Node rows shown on the terminal; --json and --profile-out keep them all.
+constexpr size_t kNodesShown = 15;
+
 struct ValueStats {
   double min = 0, max = 0, mean = 0;
 };
@@ -33,14 +36,131 @@ std::string preview(const Tensor& tensor, int count = 4) {
   return text + (values.size() > static_cast<size_t>(count) ? ", ...]" : "]");
 }
 
-nlohmann::json op_times_json(const std::vector<OpTimeSummary>& rows) {
-  nlohmann::json json = nlohmann::json::array();
-  for (const OpTimeSummary& row : rows) {
-    json.push_back({{"op_type", row.op_type},
-                    {"calls", row.calls},
-                    {"ms_per_run", row.total_ms},
-                    {"flops", row.flops}});
+double throughput(const RunReport& report, const LatencyStats& stats) {
+  return stats.median > 0 ? static_cast<double>(report.batch) / stats.median : 0.0;
+}
+
+std::string percent_error(double measured, double predicted) {
+  return predicted > 0 ? format("%+.1f%%", 100 * (measured - predicted) / predicted) : "-";
+}
+
+std::vector<OpTimeSummary> slowest_op_types(const RunReport& report) {
+  std::vector<OpTimeSummary> rows = report.op_times;
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
+  return rows;
+}
+
+std::vector<NodeTime> slowest_nodes(const RunReport& report) {
+  std::vector<NodeTime> rows = report.node_times;
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
+  return rows;
+}
+
+std::string render_profile(const RunReport& report) {
+  double total = 0;
+  for (const OpTimeSummary& row : report.op_times) total += row.seconds;
+  const auto share = [&](double seconds) {
+    return format("%.1f", total > 0 ? 100 * seconds / total : 0.0);
+  };
+  Table types({"op type", "calls", "time per run", "% time", "GFLOP/s"});
+  for (const OpTimeSummary& row : slowest_op_types(report)) {
+    types.add_row({row.op_type, std::to_string(row.calls), seconds_text(row.seconds),
+                   share(row.seconds),
+                   format("%.1f", row.seconds > 0 ? row.flops / row.seconds / 1e9 : 0.0)});
   }
+  const std::vector<NodeTime> nodes = slowest_nodes(report);
+  Table slowest({"node", "op type", "device", "time per run", "% time"});
+  for (size_t i = 0; i < nodes.size() && i < kNodesShown; ++i) {
+    slowest.add_row({nodes[i].node, nodes[i].op_type, nodes[i].device,
+                     seconds_text(nodes[i].seconds), share(nodes[i].seconds)});
+  }
+  std::string text = "\n" + types.render();
+  if (!nodes.empty()) {
+    text += (nodes.size() > kNodesShown
+                 ? format("\nslowest nodes (%zu of %zu; --profile-out FILE.json has them all):\n",
+                          kNodesShown, nodes.size())
+                 : std::string("\nnodes:\n")) +
+            slowest.render();
+  }
+  return text;
+}
+
+std::string render_cluster(const RunReport& report, const LatencyStats& stats) {
+  const ClusterRunFigures& cluster = *report.cluster;
+  std::string strategy = cluster.strategy;
+  if (!cluster.chosen.empty() && cluster.chosen != cluster.strategy)
+    strategy += " (chose " + cluster.chosen + ")";
+  std::string text = cluster.failover;
+  text +=
+      format("plan        %s: %zu segments, %zu transfers, %d micro-batch(es); prepared in %s\n",
+             strategy.c_str(), cluster.segments, cluster.transfers,
+             std::max(cluster.microbatches, 1), seconds_text(cluster.prepare_seconds).c_str());
+  Table table({"", "measured", "predicted", "error"});
+  for (const ClusterRunFigures::DeviceBusy& device : cluster.devices) {
+    if (device.measured_seconds == 0 && device.predicted_seconds == 0) continue;
+    table.add_row({device.id + " busy (median)", seconds_text(device.measured_seconds),
+                   seconds_text(device.predicted_seconds),
+                   percent_error(device.measured_seconds, device.predicted_seconds)});
+  }
+  table.add_separator();
+  table.add_row({"latency (median)", seconds_text(stats.median),
+                 seconds_text(cluster.predicted_latency_seconds),
+                 percent_error(stats.median, cluster.predicted_latency_seconds)});
+  text += table.render();
+  text += format(
+      "measured on this machine, %d segment runs and %d transfers per run; "
+      "predicted by the planner's evaluator (%s)\n",
+      cluster.segments_run, cluster.transfers_run,
+      cluster.predicted_from.empty() ? "cost model" : cluster.predicted_from.c_str());
+  for (const ClusterRunFigures::Compiled& plugin : cluster.compiled) {
+    text += format(
+        "%s: %d program(s) compiled in %s, %d loaded from the disk cache in %s, %d reused in "
+        "memory (cache: %s)\n  program inputs, all runs: %d uploaded from the host, %d copied "
+        "device to device, %d already on the device\n",
+        plugin.plugin.c_str(), plugin.compiles, seconds_text(plugin.compile_seconds).c_str(),
+        plugin.disk_hits, seconds_text(plugin.load_seconds).c_str(), plugin.memory_hits,
+        plugin.cache_directory.empty() ? "memory only" : plugin.cache_directory.c_str(),
+        plugin.uploaded, plugin.device_to_device, plugin.on_device);
+  }
+  return text;
+}
+
+nlohmann::json cluster_json(const ClusterRunFigures& cluster) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const ClusterRunFigures::DeviceBusy& device : cluster.devices) {
+    devices.push_back({{"id", device.id},
+                       {"busy_s", device.measured_seconds},
+                       {"predicted_busy_s", device.predicted_seconds}});
+  }
+  nlohmann::json compiled = nlohmann::json::array();
+  for (const ClusterRunFigures::Compiled& plugin : cluster.compiled) {
+    compiled.push_back({{"plugin", plugin.plugin},
+                        {"cache_directory", plugin.cache_directory},
+                        {"compiles", plugin.compiles},
+                        {"disk_hits", plugin.disk_hits},
+                        {"memory_hits", plugin.memory_hits},
+                        {"compile_s", plugin.compile_seconds},
+                        {"load_s", plugin.load_seconds},
+                        {"inputs_uploaded", plugin.uploaded},
+                        {"inputs_device_to_device", plugin.device_to_device},
+                        {"inputs_on_device", plugin.on_device}});
+  }
+  nlohmann::json json = {{"cluster", cluster.cluster},
+                         {"strategy", cluster.strategy},
+                         {"chosen", cluster.chosen.empty() ? cluster.strategy : cluster.chosen},
+                         {"segments", cluster.segments},
+                         {"transfers", cluster.transfers},
+                         {"microbatches", std::max(cluster.microbatches, 1)},
+                         {"prepare_s", cluster.prepare_seconds},
+                         {"predicted_latency_s", cluster.predicted_latency_seconds},
+                         {"predicted_from", cluster.predicted_from},
+                         {"segments_run", cluster.segments_run},
+                         {"transfers_run", cluster.transfers_run},
+                         {"devices", devices},
+                         {"compiled", compiled}};
+  if (!cluster.failover.empty()) json["failover"] = cluster.failover;
   return json;
 }
 
@@ -57,18 +177,18 @@ LatencyStats latency_stats(std::vector<double> samples) {
     return samples[below] +
            (samples[above] - samples[below]) * (position - static_cast<double>(below));
   };
+  const double count = static_cast<double>(samples.size());
   stats.min = samples.front();
+  stats.max = samples.back();
   stats.median = quantile(0.5);
   stats.p90 = quantile(0.9);
-  stats.mean =
-      std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(samples.size());
+  stats.p95 = quantile(0.95);
+  stats.p99 = quantile(0.99);
+  stats.mean = std::accumulate(samples.begin(), samples.end(), 0.0) / count;
+  double squares = 0;
+  for (double sample : samples) squares += (sample - stats.mean) * (sample - stats.mean);
+  stats.stddev = samples.size() > 1 ? std::sqrt(squares / (count - 1)) : 0.0;
   return stats;
-}
-
-std::string describe_mismatch(const std::string& name, const Comparison& c) {
-  if (!c.problem.empty()) return name + ": " + c.problem;
-  return name + ": element " + std::to_string(c.worst_index) + ": got " + format("%.9g", c.actual) +
-         ", expected " + format("%.9g", c.expected);
 }
 
 std::string render_run_report(const RunReport& report) {
@@ -80,41 +200,67 @@ std::string render_run_report(const RunReport& report) {
                      format("%.4g", stats.max), preview(tensor)});
   }
   std::string out = outputs.render() + "\n";
-  const LatencyStats stats = latency_stats(report.latencies_ms);
+  const LatencyStats stats = latency_stats(report.latencies_seconds);
+  out += format("latency     min %s   mean %s   median %s   max %s\n",
+                seconds_text(stats.min).c_str(), seconds_text(stats.mean).c_str(),
+                seconds_text(stats.median).c_str(), seconds_text(stats.max).c_str());
+  out += format("            p90 %s   p95 %s   p99 %s   stddev %s\n",
+                seconds_text(stats.p90).c_str(), seconds_text(stats.p95).c_str(),
+                seconds_text(stats.p99).c_str(), seconds_text(stats.stddev).c_str());
   out += format(
-      "latency     min %.3f ms   median %.3f ms   p90 %.3f ms   (%zu runs, %d threads, CPU)\n",
-      stats.min, stats.median, stats.p90, report.latencies_ms.size(), report.threads);
-  out += format("throughput  %.1f samples/s (batch %lld)\n",
-                stats.median > 0 ? 1000.0 * report.batch / stats.median : 0.0,
-                static_cast<long long>(report.batch));
-  out += "memory      " + human_bytes(static_cast<double>(report.arena_bytes)) +
-         " arena for intermediates (" + human_bytes(static_cast<double>(report.unplanned_bytes)) +
-         " without reuse)\n";
-  if (!report.op_times.empty()) {
-    std::vector<OpTimeSummary> rows = report.op_times;
-    std::sort(rows.begin(), rows.end(),
-              [](const auto& a, const auto& b) { return a.total_ms > b.total_ms; });
-    double total = 0;
-    for (const OpTimeSummary& row : rows) total += row.total_ms;
-    Table table({"op type", "calls", "ms per run", "% time", "GFLOP/s"});
-    for (const OpTimeSummary& row : rows) {
-      table.add_row({row.op_type, std::to_string(row.calls), format("%.3f", row.total_ms),
-                     format("%.1f", total > 0 ? 100 * row.total_ms / total : 0.0),
-                     format("%.1f", row.total_ms > 0 ? row.flops / row.total_ms / 1e6 : 0.0)});
-    }
-    out += "\n" + table.render() + "\n";
+      "            %zu timed runs in %s after %d warm-up run(s); %d threads; %s\n",
+      report.latencies_seconds.size(), seconds_text(report.duration_seconds).c_str(),
+      report.warmup_runs, report.threads,
+      report.cluster ? ("cluster " + report.cluster->cluster).c_str() : report.device.c_str());
+  out += format("throughput  %.1f samples/s (batch %lld, at the median latency)\n",
+                throughput(report, stats), static_cast<long long>(report.batch));
+  if (report.arena_bytes && report.unplanned_bytes) {
+    out += "memory      " + human_bytes(static_cast<double>(*report.arena_bytes)) +
+           " arena for intermediates (" +
+           human_bytes(static_cast<double>(*report.unplanned_bytes)) + " without reuse)\n";
   }
+  if (report.cluster) out += render_cluster(report, stats);
+  if (report.profiled) out += render_profile(report);
   for (const auto& [name, comparison] : report.checks) {
     out += "check       " +
-           (comparison.matches ? name + ": matches"
-                               : "MISMATCH " + describe_mismatch(name, comparison)) +
+           (comparison.matches
+                ? name + ": matches (" + std::to_string(comparison.elements) + " elements)"
+                : "MISMATCH " + describe_mismatch(name, comparison)) +
            "\n";
   }
   return out;
 }
 
+nlohmann::json profile_json(const RunReport& report) {
+  nlohmann::json types = nlohmann::json::array();
+  double total = 0;
+  for (const OpTimeSummary& row : report.op_times) total += row.seconds;
+  for (const OpTimeSummary& row : slowest_op_types(report)) {
+    types.push_back({{"op_type", row.op_type},
+                     {"calls", row.calls},
+                     {"time_per_run_s", row.seconds},
+                     {"share", total > 0 ? row.seconds / total : 0.0},
+                     {"flops", row.flops},
+                     {"flops_per_s", row.seconds > 0 ? row.flops / row.seconds : 0.0}});
+  }
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const NodeTime& node : slowest_nodes(report)) {
+    nodes.push_back({{"node", node.node},
+                     {"op_type", node.op_type},
+                     {"device", node.device},
+                     {"time_per_run_s", node.seconds},
+                     {"share", total > 0 ? node.seconds / total : 0.0},
+                     {"flops", node.flops}});
+  }
+  return {{"schema_version", kRunJsonVersion},
+          {"model", report.model},
+          {"runs", report.latencies_seconds.size()},
+          {"op_types", types},
+          {"nodes", nodes}};
+}
+
 nlohmann::json run_report_json(const RunReport& report) {
-  const LatencyStats stats = latency_stats(report.latencies_ms);
+  const LatencyStats stats = latency_stats(report.latencies_seconds);
   nlohmann::json outputs = nlohmann::json::array();
   for (const auto& [name, tensor] : report.outputs) {
     const ValueStats values = value_stats(tensor);
@@ -127,26 +273,49 @@ nlohmann::json run_report_json(const RunReport& report) {
   }
   nlohmann::json checks = nlohmann::json::array();
   for (const auto& [name, c] : report.checks) {
-    nlohmann::json check = {{"output", name}, {"matches", c.matches}};
+    nlohmann::json check = {{"output", name},         {"matches", c.matches},
+                            {"elements", c.elements}, {"mismatched", c.mismatched},
+                            {"atol", c.atol},         {"rtol", c.rtol}};
     if (!c.matches) check["detail"] = describe_mismatch(name, c);
+    if (c.worst_index >= 0) {
+      check["worst"] = {{"index", c.worst_position},
+                        {"actual", c.actual},
+                        {"expected", c.expected},
+                        {"error", std::abs(c.actual - c.expected)}};
+    }
     checks.push_back(check);
   }
-  return {{"model", report.model},
-          {"device", "cpu"},
-          {"threads", report.threads},
-          {"batch", report.batch},
-          {"latency_ms",
-           {{"min", stats.min},
-            {"median", stats.median},
-            {"p90", stats.p90},
-            {"mean", stats.mean},
-            {"samples", report.latencies_ms}}},
-          {"samples_per_second", stats.median > 0 ? 1000.0 * report.batch / stats.median : 0.0},
-          {"memory",
-           {{"arena_bytes", report.arena_bytes}, {"without_reuse_bytes", report.unplanned_bytes}}},
-          {"outputs", outputs},
-          {"checks", checks},
-          {"op_times", op_times_json(report.op_times)}};
+  nlohmann::json json = {{"schema_version", kRunJsonVersion},
+                         {"model", report.model},
+                         {"device", report.cluster ? "cluster" : report.device},
+                         {"threads", report.threads},
+                         {"batch", report.batch},
+                         {"warmup_runs", report.warmup_runs},
+                         {"runs", report.latencies_seconds.size()},
+                         {"duration_s", report.duration_seconds},
+                         {"latency",
+                          {{"min_s", stats.min},
+                           {"mean_s", stats.mean},
+                           {"median_s", stats.median},
+                           {"p90_s", stats.p90},
+                           {"p95_s", stats.p95},
+                           {"p99_s", stats.p99},
+                           {"max_s", stats.max},
+                           {"stddev_s", stats.stddev},
+                           {"samples_s", report.latencies_seconds}}},
+                         {"throughput_samples_per_s", throughput(report, stats)},
+                         {"outputs", outputs},
+                         {"checks", checks}};
+  if (report.arena_bytes && report.unplanned_bytes) {
+    json["memory"] = {{"arena_bytes", *report.arena_bytes},
+                      {"without_reuse_bytes", *report.unplanned_bytes}};
+  }
+  if (report.cluster) json["plan"] = cluster_json(*report.cluster);
+  if (report.profiled) {
+    const nlohmann::json profile = profile_json(report);
+    json["profile"] = {{"op_types", profile["op_types"]}, {"nodes", profile["nodes"]}};
+  }
+  return json;
 }
 
 }  // namespace tandem

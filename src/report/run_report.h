@@ -1,5 +1,6 @@
 #pragma once
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,35 +10,80 @@
 
 namespace tandem {
 
+// The version of `tandem run --json`'s document (docs/JSON.md); raised when a key changes.
+inline constexpr int kRunJsonVersion = 1;
+
 // Measured time of one op type per run (`run --profile`).
 struct OpTimeSummary {
   std::string op_type;
-  int64_t calls = 0;
-  double total_ms = 0;
+  int64_t calls = 0;   // per run
+  double seconds = 0;  // per run
+  double flops = 0;    // per run
+};
+
+// Measured time of one node per run (`run --profile`).
+struct NodeTime {
+  std::string node, op_type, device;
+  double seconds = 0;  // per run
   double flops = 0;
 };
 
-// What `tandem run` measured: outputs, latency per iteration, memory, checks.
+// A multi-device run's figures beside the planner's prediction (`run --cluster`).
+struct ClusterRunFigures {
+  std::string cluster;
+  std::string strategy;  // as planned; `auto` names what it chose in `chosen`
+  std::string chosen;
+  size_t segments = 0, transfers = 0;
+  int microbatches = 1;
+  double prepare_seconds = 0;  // segments extracted, kernels and programs compiled
+  double predicted_latency_seconds = 0;
+  std::string predicted_from;  // where the prediction's figures came from
+  struct DeviceBusy {
+    std::string id;
+    double measured_seconds = 0;  // median over the timed runs
+    double predicted_seconds = 0;
+  };
+  std::vector<DeviceBusy> devices;
+  struct Compiled {  // one PJRT plugin's programs and inputs over all runs
+    std::string plugin, cache_directory;
+    int compiles = 0, disk_hits = 0, memory_hits = 0;
+    double compile_seconds = 0, load_seconds = 0;
+    int uploaded = 0, device_to_device = 0, on_device = 0;
+  };
+  std::vector<Compiled> compiled;
+  int segments_run = 0, transfers_run = 0;  // in one run
+  std::string failover;                     // what failed and how the run went on, when it did
+};
+
+// What `tandem run` measured, on one device or a cluster: outputs, latency per run, memory,
+// checks, the profile.
 struct RunReport {
   std::string model;
+  std::string device = "cpu";
   int threads = 0;
   int64_t batch = 1;
-  std::vector<double> latencies_ms;
-  size_t arena_bytes = 0;      // the planned arena for intermediate tensors
-  size_t unplanned_bytes = 0;  // what one allocation per intermediate tensor would take
+  int warmup_runs = 0;
+  std::vector<double> latencies_seconds;  // one per timed run
+  double duration_seconds = 0;            // wall time of the timed runs
+  std::optional<size_t> arena_bytes;      // the planned arena for intermediate tensors
+  std::optional<size_t> unplanned_bytes;  // what one allocation per intermediate would take
   std::vector<std::pair<std::string, Tensor>> outputs;
   std::vector<std::pair<std::string, Comparison>> checks;
-  std::vector<OpTimeSummary> op_times;  // empty unless profiled
+  bool profiled = false;
+  std::vector<OpTimeSummary> op_times;
+  std::vector<NodeTime> node_times;
+  std::optional<ClusterRunFigures> cluster;
 };
 
 struct LatencyStats {
-  double min = 0, median = 0, p90 = 0, mean = 0;
+  double min = 0, mean = 0, median = 0, p90 = 0, p95 = 0, p99 = 0, max = 0, stddev = 0;
 };
+// Quantiles interpolate between the sorted samples; stddev is the sample standard deviation.
 LatencyStats latency_stats(std::vector<double> samples);
 
 std::string render_run_report(const RunReport& report);
 nlohmann::json run_report_json(const RunReport& report);
-// "logits: element 17: got 0.5, expected 0.25" or the dtype/shape problem.
-std::string describe_mismatch(const std::string& name, const Comparison& comparison);
+// The profile alone (`run --profile-out`): op types and nodes, slowest first.
+nlohmann::json profile_json(const RunReport& report);
 
 }  // namespace tandem

@@ -1,11 +1,30 @@
 #include "util/compare.h"
 
 #include <cmath>
+#include <cstdio>
 
 namespace tandem {
+namespace {
 
-Comparison compare_tensors(const Tensor& actual, const Tensor& expected, double rtol,
-                           double atol_scale) {
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", value);
+  return text;
+}
+
+std::vector<int64_t> position_of(int64_t flat, const Shape& shape) {
+  std::vector<int64_t> position(shape.size());
+  for (size_t axis = shape.size(); axis-- > 0;) {
+    position[axis] = shape[axis] ? flat % shape[axis] : 0;
+    flat = shape[axis] ? flat / shape[axis] : 0;
+  }
+  return position;
+}
+
+}  // namespace
+
+Comparison compare_tensors(const Tensor& actual, const Tensor& expected,
+                           const Tolerance& tolerance) {
   Comparison result;
   if (actual.dtype() != expected.dtype()) {
     result.matches = false;
@@ -26,12 +45,14 @@ Comparison compare_tensors(const Tensor& actual, const Tensor& expected, double 
   for (double v : e) {
     if (std::isfinite(v)) largest = std::max(largest, std::abs(v));
   }
-  const double atol = exact ? 0 : atol_scale * largest;
+  result.rtol = exact ? 0 : tolerance.rtol;
+  result.atol = exact ? 0 : tolerance.atol.value_or(tolerance.atol_scale * largest);
+  result.elements = static_cast<int64_t>(a.size());
   double worst_excess = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     if (std::isnan(a[i]) && std::isnan(e[i])) continue;
     if (a[i] == e[i]) continue;  // also equal infinities
-    const double excess = std::abs(a[i] - e[i]) - (exact ? 0 : atol + rtol * std::abs(e[i]));
+    const double excess = std::abs(a[i] - e[i]) - (result.atol + result.rtol * std::abs(e[i]));
     if (excess > 0 || std::isnan(excess)) {
       if (result.matches || excess > worst_excess || std::isnan(excess)) {
         worst_excess = std::isnan(excess) ? INFINITY : excess;
@@ -40,9 +61,31 @@ Comparison compare_tensors(const Tensor& actual, const Tensor& expected, double 
         result.expected = e[i];
       }
       result.matches = false;
+      ++result.mismatched;
     }
   }
+  if (result.worst_index >= 0)
+    result.worst_position = position_of(result.worst_index, expected.shape());
   return result;
+}
+
+std::string describe_mismatch(const std::string& name, const Comparison& c) {
+  if (!c.problem.empty()) return name + ": " + c.problem;
+  std::string position;
+  for (int64_t index : c.worst_position)
+    position += (position.empty() ? "" : ", ") + std::to_string(index);
+  const double error = std::abs(c.actual - c.expected);
+  std::string relative;
+  if (c.expected != 0 && std::isfinite(error)) {
+    char text[48];
+    std::snprintf(text, sizeof text, ", %.3g%% of the expected value",
+                  100 * error / std::abs(c.expected));
+    relative = text;
+  }
+  return name + ": " + std::to_string(c.mismatched) + " of " + std::to_string(c.elements) +
+         " elements differ; worst at [" + position + "]: got " + number(c.actual) + ", expected " +
+         number(c.expected) + " (error " + number(error) + relative + "; tolerance atol " +
+         number(c.atol) + " + rtol " + number(c.rtol) + " x |expected|)";
 }
 
 }  // namespace tandem

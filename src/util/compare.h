@@ -1,22 +1,40 @@
 #pragma once
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "ir/tensor.h"
 
 namespace tandem {
 
+// How far a float output may stray from its reference: |a - e| <= atol + rtol * |e|. Without an
+// absolute atol, atol = atol_scale x the largest finite |e| (the foundation's tolerances: rtol
+// 1e-3, 1e-4 of the reference's range), which suits outputs of any magnitude.
+struct Tolerance {
+  double rtol = 1e-3;
+  double atol_scale = 1e-4;
+  std::optional<double> atol;
+};
+
 // The result of checking an output against a reference.
 struct Comparison {
   bool matches = true;
-  std::string problem;       // dtype or shape mismatch, when there is one
-  int64_t worst_index = -1;  // flat index of the element furthest outside its tolerance
+  std::string problem;                  // dtype or shape mismatch, when there is one
+  int64_t mismatched = 0;               // elements outside the tolerance
+  int64_t elements = 0;                 // elements compared
+  int64_t worst_index = -1;             // flat index of the element furthest outside its tolerance
+  std::vector<int64_t> worst_position;  // the same element's index on every axis
   double actual = 0, expected = 0;
+  double atol = 0, rtol = 0;  // the tolerance applied (atol resolved to an absolute figure)
 };
 
-// Floats: |a - e| <= atol + rtol * |e| with atol = atol_scale * max|e| (the foundation's
-// tolerances: rtol 1e-3, atol 1e-4 x the largest reference value); NaN matches NaN.
-// Integers and booleans: exact.
-Comparison compare_tensors(const Tensor& actual, const Tensor& expected, double rtol = 1e-3,
-                           double atol_scale = 1e-4);
+// Floats: within `tolerance`; NaN matches NaN, equal infinities match. Integers and booleans:
+// exact.
+Comparison compare_tensors(const Tensor& actual, const Tensor& expected,
+                           const Tolerance& tolerance = {});
+
+// "logits: 3 of 40 elements differ; worst at [1, 7]: got 0.5, expected 0.25 (error 0.25, 100%
+// of the expected value; tolerance atol 2.5e-05 + rtol 0.001)" or the dtype/shape problem.
+std::string describe_mismatch(const std::string& name, const Comparison& comparison);
 
 }  // namespace tandem

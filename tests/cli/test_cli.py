@@ -40,7 +40,7 @@ class Help(unittest.TestCase):
             (["run", model, "--iterationz", "3"],
              "tandem: error: run: unknown option --iterationz (did you mean --iterations?)"),
             (["run", model, "--threads", "0"], "tandem: error: run: --threads: Value 0 not in range 1 to 1024"),
-            (["run"], "tandem: error: run: model is required"),
+            (["run"], "tandem: error: run: model is required (or --plan PLAN.json, which names its model)"),
             (["run", model, "extra"], "tandem: error: run: unexpected argument 'extra'"),
         ]
         for args, line in cases:
@@ -86,15 +86,94 @@ class Run(unittest.TestCase):
             np.save(wrong, reference)
             result = tandem("run", *self.mlp_args(), "--expect", "logits=" + wrong)
         self.assertEqual(result.returncode, 1, result.stderr)
-        self.assertIn("logits: element 13", result.stderr)
+        # The output, the worst element on every axis, both values and the error.
+        self.assertRegex(result.stderr, r"tandem: mismatch: logits: 1 of 20 elements differ; worst at \[1, 3\]: "
+                                        r"got -?[0-9.e+-]+, expected -?[0-9.e+-]+ \(error 0\.99")
+        self.assertIn("MISMATCH logits", result.stdout)
+
+    def test_tolerances_decide_the_check(self):
+        reference = np.load(zoo("mlp", "expected", "logits.npy"))
+        with tempfile.TemporaryDirectory() as tmp:
+            off = os.path.join(tmp, "off.npy")
+            np.save(off, reference + 0.01)
+            expect = ["--expect", "logits=" + off, "--iterations", "1"]
+            self.assertEqual(tandem("run", *self.mlp_args(), *expect).returncode, 1)
+            self.assertEqual(tandem("run", *self.mlp_args(), *expect, "--atol", "0.02").returncode, 0)
+            scaled = os.path.join(tmp, "scaled.npy")
+            np.save(scaled, reference * 1.5)
+            relative = ["--expect", "logits=" + scaled, "--iterations", "1", "--json"]
+            self.assertEqual(tandem("run", *self.mlp_args(), *relative).returncode, 1)
+            loose = tandem("run", *self.mlp_args(), *relative, "--rtol", "0.5")
+            check = json.loads(loose.stdout)["checks"][0]
+            self.assertEqual((loose.returncode, check["rtol"], check["mismatched"]), (0, 0.5, 0))
+            self.assertEqual(tandem("run", *self.mlp_args(), *expect, "--atol", "0.001").returncode, 1)
+
+    def test_latency_statistics_are_ordered(self):
+        report = json.loads(tandem("run", *self.mlp_args(), "--iterations", "30", "--json").stdout)
+        latency = report["latency"]
+        order = [latency[k] for k in ("min_s", "median_s", "p90_s", "p95_s", "p99_s", "max_s")]
+        self.assertEqual(order, sorted(order))
+        self.assertLessEqual(latency["min_s"], latency["mean_s"])
+        self.assertLessEqual(latency["mean_s"], latency["max_s"])
+        self.assertGreater(latency["stddev_s"], 0)
+        self.assertEqual((report["runs"], report["warmup_runs"], len(latency["samples_s"])), (30, 1, 30))
+        self.assertAlmostEqual(report["throughput_samples_per_s"], 2 / latency["median_s"], delta=1e-6)
+        self.assertIsInstance(report["memory"]["arena_bytes"], int)
+        text = tandem("run", *self.mlp_args(), "--iterations", "5").stdout
+        for word in ("min", "mean", "median", "max", "p90", "p95", "p99", "stddev", "samples/s"):
+            self.assertIn(word, text)
+
+    def test_duration_and_warmup_by_time(self):
+        result = tandem("run", *self.mlp_args(), "--duration", "0.5", "--warmup-duration", "0.2", "--json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        report = json.loads(result.stdout)
+        self.assertGreater(report["runs"], 10)
+        self.assertGreater(report["warmup_runs"], 1)
+        self.assertGreaterEqual(report["duration_s"], 0.5)
+        self.assertLess(report["duration_s"], 5)
+        self.assertEqual(len(report["latency"]["samples_s"]), report["runs"])
+        for args, message in ((["--duration", "1", "--iterations", "3"], "--iterations excludes --duration"),
+                              (["--warmup", "2", "--warmup-duration", "1"], "--warmup excludes --warmup-duration"),
+                              (["--duration", "nan"], "--duration: 'nan' is not a number"),
+                              (["--duration", "-1"], "--duration: -1 is outside 0 to 86400")):
+            result = tandem("run", *self.mlp_args(), *args)
+            self.assertEqual((result.returncode, result.stderr.strip()), (2, "tandem: error: run: " + message))
+
+    def test_profile_per_node_and_its_export(self):
+        nodes = json.loads(tandem("inspect", *self.mlp_args(), "--json").stdout)["nodes"]
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "profile.json")
+            result = tandem("run", *self.mlp_args(), "--iterations", "3", "--no-fusion", "--profile-out", out)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertIn("gemm_node", result.stdout)  # the per-node table
+            with open(out) as f:
+                profile = json.load(f)
+        self.assertEqual(len(profile["nodes"]), nodes)
+        self.assertEqual(profile["runs"], 3)
+        times = [node["time_per_run_s"] for node in profile["nodes"]]
+        self.assertEqual(times, sorted(times, reverse=True))
+        by_type = {row["op_type"]: row for row in profile["op_types"]}
+        for row in by_type.values():
+            per_node = sum(n["time_per_run_s"] for n in profile["nodes"] if n["op_type"] == row["op_type"])
+            self.assertAlmostEqual(row["time_per_run_s"], per_node, delta=1e-12)
+        self.assertAlmostEqual(sum(row["share"] for row in profile["op_types"]), 1.0, places=6)
+        self.assertEqual(sum(row["calls"] for row in profile["op_types"]), nodes)
+
+    def test_verbose_says_what_was_decided_on_stderr(self):
+        quiet = tandem("run", zoo("resnet", "model.onnx"), "--iterations", "1")
+        result = tandem("run", zoo("resnet", "model.onnx"), "--iterations", "1", "-v")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertRegex(result.stderr, r"verbose: fusion: [1-9][0-9]* BatchNormalization folded")
+        self.assertIn("verbose: memory:", result.stderr)
+        self.assertEqual(quiet.stdout.splitlines()[:3], result.stdout.splitlines()[:3])
 
     def test_output_dir_and_json(self):
         with tempfile.TemporaryDirectory() as tmp:
             result = tandem("run", *self.mlp_args(), "--output-dir", tmp, "--json", "--iterations", "4")
             self.assertEqual(result.returncode, 0, result.stderr)
             report = json.loads(result.stdout)
-            self.assertEqual(len(report["latency_ms"]["samples"]), 4)
-            self.assertLessEqual(report["latency_ms"]["min"], report["latency_ms"]["median"])
+            self.assertEqual(len(report["latency"]["samples_s"]), 4)
+            self.assertLessEqual(report["latency"]["min_s"], report["latency"]["median_s"])
             written = np.load(os.path.join(tmp, "logits.npy"))
             reference = np.load(zoo("mlp", "expected", "logits.npy"))
             np.testing.assert_allclose(written, reference, rtol=1e-3, atol=1e-4 * np.abs(reference).max())

@@ -13,6 +13,8 @@ import sys
 import tempfile
 import unittest
 
+import numpy as np
+
 TANDEM = ""
 ZOO = ""
 EXAMPLES = ""
@@ -21,7 +23,8 @@ DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs
 TYPES = {"string", "integer", "number", "boolean", "array", "object"}
 # A key naming its unit: _s, _bytes, _flops, _usd, _per_s, _per_hour (or just bytes, flops).
 UNIT = re.compile(r"(^|_)(s|bytes|flops|usd)$|_per_(s|hour)$")
-UNITLESS = ("(count)", "(index)", "(ratio)", "(version)", "(unit in `unit`)", "(unit in its key)")
+UNITLESS = ("(count)", "(index)", "(ratio)", "(version)", "(unit in `unit`)", "(unit in its key)",
+            "(unit of the output)")
 
 
 def segments(path):
@@ -130,8 +133,27 @@ def calibrate_outputs(directory):
     return [run("calibrate", "--quick", "--json", "-o", os.path.join(directory, "profile.json"))]
 
 
+def run_outputs(directory):
+    reference = np.load(os.path.join(ZOO, "mlp", "expected", "logits.npy"))
+    wrong = os.path.join(directory, "wrong.npy")
+    np.save(wrong, reference + 1)
+    mlp = [model("mlp"), "--dim", "batch=2", "--input",
+           "x=" + os.path.join(ZOO, "mlp", "inputs", "x.npy"), "--iterations", "3", "--json"]
+    mismatch = subprocess.run([TANDEM, "run", *mlp, "--expect", "logits=" + wrong],
+                              capture_output=True, text=True, timeout=300)
+    assert mismatch.returncode == 1, mismatch.stderr
+    return [run("run", *mlp, "--profile", "--expect",
+                "logits=" + os.path.join(ZOO, "mlp", "expected", "logits.npy")),
+            json.loads(mismatch.stdout),
+            run("run", model("resnet"), "--cluster", cluster("cpu-split.yaml"), "--iterations",
+                "2", "--json"),
+            run("run", model("mlp"), "--cluster", cluster("cpu-pjrt.yaml"), "--iterations", "1",
+                "--json")]
+
+
 # Section of docs/JSON.md -> the commands whose outputs it documents.
 CASES = {
+    "tandem run --json": run_outputs,
     "tandem plan --json": plan_outputs,
     "tandem simulate --json": simulate_outputs,
     "tandem inspect --json": inspect_outputs,
@@ -203,7 +225,7 @@ class Schema(unittest.TestCase):
                 self.assertIn("integer", types, f"{title}: `{text}` is a count")
 
     def test_the_document_has_a_case_for_every_section(self):
-        self.assertEqual(set(self.sections) - {"tandem run --json"}, set(CASES))
+        self.assertEqual(set(self.sections), set(CASES))
 
     def test_parser_and_checks_can_fail(self):
         rows = parse_doc("## t\n| key | type | meaning |\n|---|---|---|\n"

@@ -3,6 +3,7 @@ measured against predicted, injected faults, failover, and the options it needs.
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -58,13 +59,32 @@ class RunCluster(unittest.TestCase):
             result = tandem("run", *model_args("resnet"), *SPLIT, "--trace", trace)
             self.assertEqual(result.returncode, 0, result.stderr)
             for words in ("measured", "predicted", "error", "cpu0 busy", "latency (median)",
-                          "matches logits: yes"):
+                          "logits: matches"):
                 self.assertIn(words, result.stdout)
             with open(trace) as f:
                 events = json.load(f)["traceEvents"]
             names = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
             self.assertIn("cpu0 compute", names)
             self.assertTrue(any(e.get("ph") == "X" for e in events))
+
+    def test_the_same_report_as_one_device(self):
+        single = json.loads(tandem("run", *model_args("resnet"), "--iterations", "3", "--json").stdout)
+        result = tandem("run", *model_args("resnet"), *SPLIT[:2], "--iterations", "3", "--json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        cluster = json.loads(result.stdout)
+        # Everything one device reports, but the arena (each segment has its own).
+        self.assertEqual(set(single) - {"memory"}, set(cluster) - {"plan"})
+        self.assertEqual(set(single["latency"]), set(cluster["latency"]))
+        self.assertEqual([c["matches"] for c in cluster["checks"]], [True])
+        self.assertEqual([o["shape"] for o in cluster["outputs"]], [o["shape"] for o in single["outputs"]])
+        self.assertEqual(cluster["runs"], 3)
+        # Busy time is a median over the timed runs, as the latency is: a device cannot be busier.
+        plan = cluster["plan"]
+        self.assertTrue(all(d["busy_s"] <= cluster["latency"]["max_s"] for d in plan["devices"]), plan)
+        self.assertIsInstance(plan["segments"], int)
+        text = tandem("run", *model_args("resnet"), *SPLIT[:2], "--iterations", "3").stdout
+        for word in ("p95", "p99", "stddev", "samples/s", "cpu0 busy (median)", "logits: matches"):
+            self.assertIn(word, text)
 
     def test_a_pipeline_plan_file_runs_with_transfers(self):
         with tempfile.TemporaryDirectory() as folder:
@@ -76,9 +96,30 @@ class RunCluster(unittest.TestCase):
             self.assertEqual(made.returncode, 0, made.stderr)
             result = tandem("run", *args, *SPLIT, "--plan", plan)
             self.assertEqual(result.returncode, 0, result.stderr)
-            self.assertIn("plan: pipeline", result.stdout)
+            self.assertIn("plan        pipeline", result.stdout)
             self.assertIn("2 micro-batch", result.stdout)
-            self.assertNotIn(" 0 transfers in the last", result.stdout)
+            self.assertNotIn(" 0 transfers per run", result.stdout)
+
+    def test_a_plan_file_names_everything_a_run_needs(self):
+        with tempfile.TemporaryDirectory() as folder:
+            model = os.path.join(folder, "model.onnx")
+            shutil.copy(os.path.join(ZOO, "resnet", "model.onnx"), model)
+            plan = os.path.join(folder, "plan.json")
+            made = tandem("plan", model, "--dim", "batch=4", "--cluster", SPLIT[1], "--strategy", "heft", "-o", plan)
+            self.assertEqual(made.returncode, 0, made.stderr)
+            result = tandem("run", "--plan", plan, "--iterations", "2", "--json")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            report = json.loads(result.stdout)
+            self.assertEqual((report["batch"], report["plan"]["strategy"]), (4, "heft"))
+            self.assertEqual(report["plan"]["cluster"], os.path.abspath(SPLIT[1]))
+            with open(model, "ab") as f:
+                f.write(b"\0")
+            changed = tandem("run", "--plan", plan)
+            self.assertEqual(changed.returncode, 2)
+            self.assertRegex(changed.stderr, r"^tandem: error: .*plan.json: the model .*model.onnx changed since the plan was made")
+            other = tandem("run", os.path.join(ZOO, "mlp", "model.onnx"), "--plan", plan)
+            self.assertEqual(other.returncode, 2)
+            self.assertIn("it was made for the model", other.stderr)
 
     def test_injected_fault_stops_the_run_naming_device_segment_and_op(self):
         result = tandem("run", *model_args("resnet"), *SPLIT, fault="fail:cpu1:after=0")
@@ -90,8 +131,8 @@ class RunCluster(unittest.TestCase):
         result = tandem("run", *model_args("resnet"), *SPLIT, "--failover",
                         fault="delay:cpu0:ms=5,fail:cpu1:after=0")
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertIn("failover: cpu1 failed", result.stdout)
-        self.assertIn("matches logits: yes", result.stdout)
+        self.assertIn("failover    cpu1 failed", result.stdout)
+        self.assertIn("logits: matches", result.stdout)
 
     def test_bad_fault_is_bad_input(self):
         result = tandem("run", *model_args("mlp"), *SPLIT, fault="explode:cpu1:after=1")

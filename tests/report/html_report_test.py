@@ -152,6 +152,41 @@ class HtmlReport(unittest.TestCase):
         self.assertGreater(os.path.getsize(shot), 10000)  # a page, not a blank one
 
 
+class MeasuredRunReport(unittest.TestCase):
+    """`tandem run --cluster --report`: the prediction, and below it the run measured here."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        cls.report = os.path.join(cls.dir.name, "run.html")
+        result = run(TANDEM, "run", os.path.join(ZOO, "resnet", "model.onnx"), "--dim", "batch=4",
+                     "--cluster", os.path.join(EXAMPLES, "cpu-split.yaml"), "--strategy", "pipeline",
+                     "--microbatches", "2", "--iterations", "3", "--report", cls.report)
+        assert result.returncode == 0, result.stderr
+        cls.dom = chromium("--dump-dom", "file://" + cls.report)
+
+    def test_measured_timeline_below_the_predicted_one(self):
+        html = self.dom.stdout
+        self.assertIn('data-rendered="true"', html)
+        predicted, measured = html.find(">predicted<"), html.find('class="measured">measured on this machine<')
+        self.assertGreater(predicted, 0)
+        self.assertGreater(measured, predicted)
+        # A time axis under each timeline (and the memory charts').
+        self.assertGreaterEqual(html[predicted:measured].count('data-axis="time"'), 1)
+        self.assertGreaterEqual(html[measured:].count('data-axis="time"'), 1)
+        self.assertRegex(html, r"Iteration [0-2] of 3 \(the median by wall time")
+
+    def test_measured_busy_beside_predicted(self):
+        self.assertEqual(self.dom.stdout.count("<td data-measured-busy"), 2)
+
+    def test_screenshot_is_kept(self):
+        os.makedirs(ARTEFACTS, exist_ok=True)
+        shot = os.path.join(ARTEFACTS, "run_report.png")
+        result = chromium("--screenshot=" + shot, "--window-size=1400,1900", "file://" + self.report)
+        self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+        self.assertGreater(os.path.getsize(shot), 10000)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--tandem", required=True)
