@@ -24,6 +24,9 @@ class Kernel {
  public:
   virtual ~Kernel() = default;
   virtual void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) = 0;
+  // Which implementation runs it, as its library names it ("oneDNN brg:avx2"), once known (some
+  // kernels choose at their first run); "" for the backend's own code.
+  virtual std::string implementation() const { return ""; }
 };
 
 // A whole graph compiled into one program, as compiled devices (PJRT) run a plan segment.

@@ -141,8 +141,8 @@ void say_model_decisions(const ImportedModel& model, const FusionStats& fusion, 
             (defaulted ? " (default)" : "");
   }
   std::fprintf(stderr,
-               "verbose: model: %zu nodes after import (constant subgraphs folded), dims %s\n",
-               model.graph.nodes.size(), dims.empty() ? "none" : dims.c_str());
+               "verbose: model: %zu nodes after import, %zu folded into constants; dims %s\n",
+               model.graph.nodes.size(), model.folded_nodes, dims.empty() ? "none" : dims.c_str());
   if (!fused) {
     std::fprintf(stderr, "verbose: fusion: off (--no-fusion)\n");
     return;
@@ -151,6 +151,20 @@ void say_model_decisions(const ImportedModel& model, const FusionStats& fusion, 
                "verbose: fusion: %d BatchNormalization folded into Conv, %d residual Add and %d "
                "activations fused into Conv/Gemm/MatMul\n",
                fusion.batch_norms_folded, fusion.residuals_fused, fusion.activations_fused);
+}
+
+// Per op type, how many of its nodes each implementation ran ("Conv: 9 oneDNN brg_conv_fwd:avx2").
+void say_kernels(const GraphExecutor& executor, const std::string& device) {
+  std::map<std::string, std::map<std::string, int>> by_type;
+  for (const auto& [node, implementation] : executor.kernel_implementations())
+    ++by_type[node->op_type][implementation.empty() ? "tandem" : implementation];
+  for (const auto& [type, implementations] : by_type) {
+    std::string text;
+    for (const auto& [implementation, count] : implementations)
+      text += (text.empty() ? "" : ", ") + std::to_string(count) + " " + implementation;
+    std::fprintf(stderr, "verbose: kernels on %s: %s: %s\n", device.c_str(), type.c_str(),
+                 text.c_str());
+  }
 }
 
 // One device: the graph executor on this machine's CPU.
@@ -195,6 +209,7 @@ RunReport run_on_cpu(const RunOptions& options, const RunSchedule& schedule, con
     outputs = executor.run(inputs);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   });
+  if (options.verbose) say_kernels(executor, device.name());
   report.warmup_runs = runs.warmup_runs;
   report.latencies_seconds = runs.latencies_seconds;
   report.duration_seconds = runs.duration_seconds;

@@ -347,7 +347,9 @@ ImportedModel import_onnx(const std::string& path, const ImportOptions& options)
     check_with_libonnx(proto, path);
     model.unbound_dims = importer.unbound_dims;
     record_dim_names(proto.graph(), model);
+    const size_t imported = model.graph.nodes.size();
     infer_graph(model.graph, options.keep_nodes);
+    model.folded_nodes = imported - model.graph.nodes.size();
     return model;
   } catch (InputError& e) {
     if (e.subject().empty()) e.set_subject(path);

@@ -252,7 +252,7 @@ nlohmann::json profile_json(const RunReport& report) {
                      {"share", total > 0 ? node.seconds / total : 0.0},
                      {"flops", node.flops}});
   }
-  return {{"schema_version", kRunJsonVersion},
+  return {{"schema_version", kJsonSchemaVersion},
           {"model", report.model},
           {"runs", report.latencies_seconds.size()},
           {"op_types", types},
@@ -285,7 +285,7 @@ nlohmann::json run_report_json(const RunReport& report) {
     }
     checks.push_back(check);
   }
-  nlohmann::json json = {{"schema_version", kRunJsonVersion},
+  nlohmann::json json = {{"schema_version", kJsonSchemaVersion},
                          {"model", report.model},
                          {"device", report.cluster ? "cluster" : report.device},
                          {"threads", report.threads},

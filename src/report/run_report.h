@@ -6,12 +6,10 @@
 #include <vector>
 
 #include "ir/tensor.h"
+#include "report/json_schema.h"
 #include "util/compare.h"
 
 namespace tandem {
-
-// The version of `tandem run --json`'s document (docs/JSON.md); raised when a key changes.
-inline constexpr int kRunJsonVersion = 1;
 
 // Measured time of one op type per run (`run --profile`).
 struct OpTimeSummary {

@@ -20,6 +20,14 @@ struct GraphExecutor::Step {
   std::vector<std::vector<int>> captures;
 };
 
+std::vector<std::pair<const Node*, std::string>> GraphExecutor::kernel_implementations() const {
+  std::vector<std::pair<const Node*, std::string>> implementations;
+  for (const auto& step : steps_) {
+    if (step->kernel) implementations.emplace_back(step->node, step->kernel->implementation());
+  }
+  return implementations;
+}
+
 GraphExecutor::GraphExecutor(const Graph& graph, Device& device) : graph_(graph), device_(device) {
   program_ = device.compile_graph(graph);
   if (program_) return;

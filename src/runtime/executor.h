@@ -39,6 +39,9 @@ class GraphExecutor {
   // Waits until the device has finished the work of the runs so far (for timing).
   void finish();
   const MemoryPlan& memory_plan() const { return plan_; }
+  // Per node run by a kernel (not subgraphs'), the implementation its kernel reports
+  // (Kernel::implementation); empty for a compiled graph.
+  std::vector<std::pair<const Node*, std::string>> kernel_implementations() const;
   // Whether the graph runs as one program its device compiled.
   bool compiled() const { return program_ != nullptr; }
 

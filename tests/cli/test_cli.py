@@ -165,6 +165,8 @@ class Run(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertRegex(result.stderr, r"verbose: fusion: [1-9][0-9]* BatchNormalization folded")
         self.assertIn("verbose: memory:", result.stderr)
+        # The kernels chosen, as oneDNN names its implementations.
+        self.assertRegex(result.stderr, r"verbose: kernels on cpu:0: Conv: [0-9]+ oneDNN \w+")
         self.assertEqual(quiet.stdout.splitlines()[:3], result.stdout.splitlines()[:3])
 
     def test_output_dir_and_json(self):

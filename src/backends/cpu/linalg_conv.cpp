@@ -59,6 +59,11 @@ class ConvKernel final : public Kernel {
     }
   }
 
+  std::string implementation() const override {
+    std::lock_guard lock(mutex_);
+    return implementation_;
+  }
+
   void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override {
     const Tensor& x = inputs[0];
     const Tensor& w = inputs[1];
@@ -193,6 +198,7 @@ class ConvKernel final : public Kernel {
     problem_ = describe(x, w);
     const ConvProblem& p = problem_;
     depthwise_ = depthwise_window(p, x);
+    implementation_ = depthwise_ ? "tandem depthwise NCHW" : "";
     if (depthwise_) return;
     const bool plain = prefer_plain_layout(x[1], p.group, product(p.weights, p.group > 1 ? 3 : 2),
                                            product(p.dst, 2));
@@ -216,6 +222,7 @@ class ConvKernel final : public Kernel {
           any(p.weights), bias_md, dst_md, p.strides, p.dilates, p.pad_begin, p.pad_end);
       const dnnl::deconvolution_forward::primitive_desc pd(desc, attr, engine);
       primitive_ = dnnl::deconvolution_forward(pd);
+      implementation_ = std::string("oneDNN ") + pd.impl_info_str();
       src_chosen = pd.src_desc();
       dst_chosen = pd.dst_desc();
       weights_desc_ = pd.weights_desc();
@@ -225,6 +232,7 @@ class ConvKernel final : public Kernel {
           any(p.weights), bias_md, dst_md, p.strides, p.dilates, p.pad_begin, p.pad_end);
       const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
       primitive_ = dnnl::convolution_forward(pd);
+      implementation_ = std::string("oneDNN ") + pd.impl_info_str();
       src_chosen = pd.src_desc();
       dst_chosen = pd.dst_desc();
       weights_desc_ = pd.weights_desc();
@@ -291,10 +299,11 @@ class ConvKernel final : public Kernel {
   const bool transposed_;
   FusedActivation activation_;
   Tensor constant_weights_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   Shape x_shape_, w_shape_;
   bool built_ = false, has_bias_ = false, has_residual_ = false;
   std::optional<Window2d> depthwise_;
+  std::string implementation_;  // guarded by mutex_
   ConvProblem problem_;
   std::optional<dnnl::primitive> primitive_;
   memory::desc weights_desc_;

@@ -127,6 +127,12 @@ bool buildable_ahead(const KernelSpec& spec) {
 
 class MatMulKernel final : public Kernel {
  public:
+  std::string implementation() const override {
+    std::lock_guard lock(mutex_);
+    return primitive_desc_.get(true) ? std::string("oneDNN ") + primitive_desc_.impl_info_str()
+                                     : "";
+  }
+
   explicit MatMulKernel(const KernelSpec& spec)
       : node_(spec.node), activation_(spec.node), weights_(constant_input(spec, 1)) {
     if (spec.input_types[0].dtype == DType::kFloat32 && buildable_ahead(spec)) {
@@ -193,7 +199,7 @@ class MatMulKernel final : public Kernel {
   const Node& node_;
   FusedActivation activation_;
   PackedWeights weights_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   Shape a_shape_, b_shape_;
   dnnl::matmul::primitive_desc primitive_desc_;
   dnnl::matmul primitive_;
@@ -258,6 +264,12 @@ void gemm_loop(const GemmParams& p, const Tensor& a, const Tensor& b, const Tens
 
 class GemmKernel final : public Kernel {
  public:
+  std::string implementation() const override {
+    std::lock_guard lock(mutex_);
+    return primitive_desc_.get(true) ? std::string("oneDNN ") + primitive_desc_.impl_info_str()
+                                     : "";
+  }
+
   explicit GemmKernel(const KernelSpec& spec)
       : node_(spec.node),
         params_(spec.node),
@@ -370,7 +382,7 @@ class GemmKernel final : public Kernel {
   GemmParams params_;
   FusedActivation activation_;
   PackedWeights weights_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   bool built_ = false, has_c_ = false;
   CMode c_mode_ = CMode::kNone;
   Shape a_shape_, b_shape_, c_shape_;

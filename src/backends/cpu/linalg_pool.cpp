@@ -105,6 +105,11 @@ class PoolKernel final : public Kernel {
     if (is_static(spec.input_types[0].shape)) build(spec.input_types[0].shape);
   }
 
+  std::string implementation() const override {
+    std::lock_guard lock(mutex_);
+    return implementation_;
+  }
+
   void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override {
     const Tensor& x = inputs[0];
     Tensor& y = outputs[0];
@@ -133,6 +138,7 @@ class PoolKernel final : public Kernel {
 
  private:
   void build(const Shape& x) {
+    implementation_.clear();
     const std::vector<int64_t> spatial(x.begin() + 2, x.end());
     const bool ceil_mode = node_.attr_int("ceil_mode", 0) != 0;
     const WindowGeometry g =
@@ -168,8 +174,10 @@ class PoolKernel final : public Kernel {
       const dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm,
                                                 src_md, dst_md, strides, kernel, dilation,
                                                 pad_begin, pad_end);
-      primitive_ = dnnl::pooling_v2_forward(
-          dnnl::pooling_v2_forward::primitive_desc(desc, with_user_scratchpad(), dnnl_engine()));
+      const dnnl::pooling_v2_forward::primitive_desc pd(desc, with_user_scratchpad(),
+                                                        dnnl_engine());
+      primitive_ = dnnl::pooling_v2_forward(pd);
+      implementation_ = std::string("oneDNN ") + pd.impl_info_str();
     } catch (const dnnl::error&) {
       return;  // the loop handles what oneDNN declines
     }
@@ -181,7 +189,8 @@ class PoolKernel final : public Kernel {
   const PoolKind kind_;
   const bool with_indices_;
   const bool use_dnnl_;  // float32 without the Indices output
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
+  std::string implementation_;  // the oneDNN primitive's; "" while the loop runs it
   Shape x_shape_;
   Window3d window_{};
   std::optional<dnnl::pooling_v2_forward> primitive_;
