@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 
 #include "backends/registry.h"
 #include "cli/backends.h"
@@ -121,6 +122,41 @@ void say_plan(const Plan& plan, const PlanningProblem& problem) {
   }
 }
 
+// The profile from the measured timeline: every op span of the timed runs, per node and per op
+// type (a pipelined node runs once per micro-batch: each counts as a call).
+void add_profile(RunReport& report, const ClusterRun& run, const Graph& graph) {
+  std::map<std::string, const Node*> by_label;
+  for (const Node& node : graph.nodes) by_label[node.label()] = &node;
+  std::map<std::string, NodeTime> nodes;  // by label
+  std::map<std::string, int64_t> calls;
+  for (const TimelineSpan& span : run.timeline.spans) {
+    if (span.category != "op") continue;
+    NodeTime& row = nodes[span.name];
+    if (row.node.empty()) {
+      const auto node = by_label.find(span.name);
+      row.node = node == by_label.end() ? span.name : node->second->name;
+      row.op_type = node == by_label.end() ? "" : node->second->op_type;
+      row.flops = node == by_label.end() ? 0 : node->second->cost.flops;
+      row.device = run.timeline.tracks[span.track].group;
+    }
+    row.seconds += span.duration_seconds;
+    ++calls[span.name];
+  }
+  const double runs = static_cast<double>(std::max<size_t>(run.runs.latencies_seconds.size(), 1));
+  std::map<std::string, OpTimeSummary> types;
+  for (auto& [label, row] : nodes) {
+    row.seconds /= runs;
+    OpTimeSummary& type = types[row.op_type];
+    type.op_type = row.op_type;
+    type.calls += calls[label] / static_cast<int64_t>(runs);
+    type.seconds += row.seconds;
+    type.flops += row.flops;
+    report.node_times.push_back(row);
+  }
+  for (const auto& [name, type] : types) report.op_times.push_back(type);
+  report.profiled = true;
+}
+
 ClusterRunFigures figures_of(const ClusterRun& run, const PlanningProblem& problem,
                              const std::vector<CompileStats>& stats, const std::string& cluster) {
   const Plan& plan = run.plan;
@@ -177,7 +213,7 @@ RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
                  options.microbatches, split.refusal.c_str());
   }
   const PlanningProblem problem(graph, cost.cluster(), cost, plan_options);
-  const bool record_ops = !options.trace.empty() || !options.report.empty();
+  const bool record_ops = !options.trace.empty() || !options.report.empty() || options.profile;
   ClusterRun run;
   std::string failover_note;
   // The prediction the report draws above the measured run: the plan that ran, simulated.
@@ -231,6 +267,7 @@ RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
   report.cluster->failover = failover_note;
   for (size_t i = 0; i < run.outputs.size(); ++i)
     report.outputs.push_back({graph.values[graph.outputs[i]].name, run.outputs[i]});
+  if (options.profile) add_profile(report, run, graph);
   return report;
 }
 

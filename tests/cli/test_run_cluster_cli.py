@@ -86,6 +86,18 @@ class RunCluster(unittest.TestCase):
         for word in ("p95", "p99", "stddev", "samples/s", "cpu0 busy (median)", "logits: matches"):
             self.assertIn(word, text)
 
+    def test_profile_of_a_cluster_run_names_each_nodes_device(self):
+        result = tandem("run", *model_args("resnet"), *SPLIT[:2], "--strategy", "pipeline",
+                        "--microbatches", "2", "--iterations", "2", "--profile", "--json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        report = json.loads(result.stdout)
+        nodes = report["profile"]["nodes"]
+        self.assertEqual(len(nodes), 13)  # the fused graph's nodes, each once
+        self.assertEqual({n["device"] for n in nodes}, {"cpu0", "cpu1"})
+        # Each node ran once per micro-batch in every run.
+        self.assertEqual(sum(t["calls"] for t in report["profile"]["op_types"]), 2 * 13)
+        self.assertTrue(all(n["time_per_run_s"] > 0 for n in nodes if n["op_type"] != "Flatten"))
+
     def test_a_pipeline_plan_file_runs_with_transfers(self):
         with tempfile.TemporaryDirectory() as folder:
             plan = os.path.join(folder, "plan.json")
