@@ -533,12 +533,17 @@ nlohmann::json read_plan_document(const std::string& path) {
   if (!file) throw InputError(path, "cannot open the plan file");
   try {
     return nlohmann::json::parse(file);
-  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number beyond a double
-    // The library's words without its exception tag and the bytes it last read.
-    std::string what = e.what();
-    what = what.substr(what.find("] ") == std::string::npos ? 0 : what.find("] ") + 2);
-    what = what.substr(0, what.find("; last read"));
-    throw InputError(path, "not a plan file (tandem plan -o writes one): not JSON: " + what);
+  } catch (const nlohmann::json::parse_error& e) {
+    if (path.ends_with(".onnx"))
+      throw InputError(path,
+                       "is an ONNX model, not a plan file (tandem plan MODEL --cluster "
+                       "FILE -o plan.json writes one)");
+    throw InputError(path, "not a plan file (tandem plan -o writes one): not JSON (at byte " +
+                               std::to_string(e.byte) + ")");
+  } catch (const nlohmann::json::exception&) {  // nlohmann's out_of_range
+    throw InputError(path,
+                     "not a plan file: not JSON that a double can hold (a number beyond "
+                     "1.8e308)");
   }
 }
 
