@@ -119,7 +119,18 @@ class PoolKernel final : public Kernel {
     if (primitive_) {
       src_.set_data_handle(x.raw());
       dst_.set_data_handle(y.raw());
-      execute_primitive(*primitive_, {{DNNL_ARG_SRC, src_}, {DNNL_ARG_DST, dst_}});
+      if (src_reorder_) {
+        // Blocked copies in one thread-local buffer: the source, then the destination.
+        char* scratch = static_cast<char*>(thread_scratch(scratch_bytes_));
+        src_blocked_.set_data_handle(scratch);
+        dst_blocked_.set_data_handle(scratch + dst_offset_);
+        execute_reorder(*src_reorder_, src_, src_blocked_);
+        execute_primitive(*primitive_,
+                          {{DNNL_ARG_SRC, src_blocked_}, {DNNL_ARG_DST, dst_blocked_}});
+        execute_reorder(*dst_reorder_, dst_blocked_, dst_);
+      } else {
+        execute_primitive(*primitive_, {{DNNL_ARG_SRC, src_}, {DNNL_ARG_DST, dst_}});
+      }
       dnnl_stream().wait();
       return;
     }
@@ -139,6 +150,9 @@ class PoolKernel final : public Kernel {
  private:
   void build(const Shape& x) {
     implementation_.clear();
+    primitive_.reset();
+    src_reorder_.reset();
+    dst_reorder_.reset();
     const std::vector<int64_t> spatial(x.begin() + 2, x.end());
     const bool ceil_mode = node_.attr_int("ceil_mode", 0) != 0;
     const WindowGeometry g =
@@ -170,12 +184,34 @@ class PoolKernel final : public Kernel {
     Shape y = {x[0], x[1]};
     y.insert(y.end(), g.output.begin(), g.output.end());
     const memory::desc src_md = plain_desc(to_dims(x)), dst_md = plain_desc(to_dims(y));
+    const auto make = [&](const memory::desc& src, const memory::desc& dst) {
+      const dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm, src,
+                                                dst, strides, kernel, dilation, pad_begin, pad_end);
+      return dnnl::pooling_v2_forward::primitive_desc(desc, with_user_scratchpad(), dnnl_engine());
+    };
     try {
-      const dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm,
-                                                src_md, dst_md, strides, kernel, dilation,
-                                                pad_begin, pad_end);
-      const dnnl::pooling_v2_forward::primitive_desc pd(desc, with_user_scratchpad(),
-                                                        dnnl_engine());
+      // On the plain layout oneDNN pools with its reference code (`simple_nchw`), ~50x slower
+      // than its vectorised kernels on the channel-blocked one (ResNet-18's MaxPool: 10 ms of a
+      // 54 ms run); reordering there and back costs two copies of the tensors.
+      if (const std::optional<memory::format_tag> tag = channel_blocked(x.size())) {
+        const memory::desc src_blocked(to_dims(x), memory::data_type::f32, *tag);
+        const memory::desc dst_blocked(to_dims(y), memory::data_type::f32, *tag);
+        const dnnl::pooling_v2_forward::primitive_desc blocked = make(src_blocked, dst_blocked);
+        if (!std::string(blocked.impl_info_str()).starts_with("simple")) {
+          primitive_ = dnnl::pooling_v2_forward(blocked);
+          implementation_ = std::string("oneDNN ") + blocked.impl_info_str() + " (channel-blocked)";
+          src_ = memory(src_md, dnnl_engine(), nullptr);
+          dst_ = memory(dst_md, dnnl_engine(), nullptr);
+          src_blocked_ = memory(src_blocked, dnnl_engine(), nullptr);
+          dst_blocked_ = memory(dst_blocked, dnnl_engine(), nullptr);
+          src_reorder_ = make_reorder(src_, src_blocked_);
+          dst_reorder_ = make_reorder(dst_blocked_, dst_);
+          dst_offset_ = (src_blocked.get_size() + 63) / 64 * 64;
+          scratch_bytes_ = dst_offset_ + dst_blocked.get_size();
+          return;
+        }
+      }
+      const dnnl::pooling_v2_forward::primitive_desc pd = make(src_md, dst_md);
       primitive_ = dnnl::pooling_v2_forward(pd);
       implementation_ = std::string("oneDNN ") + pd.impl_info_str();
     } catch (const dnnl::error&) {
@@ -183,6 +219,14 @@ class PoolKernel final : public Kernel {
     }
     src_ = memory(src_md, dnnl_engine(), nullptr);
     dst_ = memory(dst_md, dnnl_engine(), nullptr);
+  }
+
+  // The channel-blocked layout of this rank that the CPU's vector width suits, if any.
+  static std::optional<memory::format_tag> channel_blocked(size_t rank) {
+    const bool wide = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core;
+    if (rank == 4) return wide ? memory::format_tag::nChw16c : memory::format_tag::nChw8c;
+    if (rank == 5) return wide ? memory::format_tag::nCdhw16c : memory::format_tag::nCdhw8c;
+    return std::nullopt;
   }
 
   const Node& node_;
@@ -195,6 +239,10 @@ class PoolKernel final : public Kernel {
   Window3d window_{};
   std::optional<dnnl::pooling_v2_forward> primitive_;
   memory src_, dst_;
+  // Channel-blocked copies, where the primitive runs on them.
+  memory src_blocked_, dst_blocked_;
+  std::optional<dnnl::reorder> src_reorder_, dst_reorder_;
+  size_t dst_offset_ = 0, scratch_bytes_ = 0;
 };
 
 // Reduces each (n, c) plane of a float tensor to one value.
