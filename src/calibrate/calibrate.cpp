@@ -78,7 +78,8 @@ Repetition repetition_for(const CalibrationOptions& options) {
 }
 
 std::string median_note(const Repetition& repetition) {
-  return "median of >= " + std::to_string(repetition.min_runs) + " runs";
+  return "median of >= " + std::to_string(repetition.min_runs) +
+         " runs (10th percentile of more where another process contended)";
 }
 
 // A measured figure; its source names the profile and how it was measured.

@@ -15,6 +15,44 @@ double median(std::vector<double> samples) {
   return samples.size() % 2 ? samples[middle] : (samples[middle - 1] + samples[middle]) / 2;
 }
 
+double quantile(std::vector<double> samples, double q) {
+  if (samples.empty()) return 0;
+  std::sort(samples.begin(), samples.end());
+  const double position = q * static_cast<double>(samples.size() - 1);
+  const size_t below = static_cast<size_t>(position);
+  const size_t above = std::min(below + 1, samples.size() - 1);
+  return samples[below] +
+         (samples[above] - samples[below]) * (position - static_cast<double>(below));
+}
+
+ContentionLog& contention_log() {
+  static ContentionLog log;
+  return log;
+}
+
+double typical(std::vector<double> samples, const std::function<double()>& more,
+               const Repetition& repetition) {
+  ContentionLog& log = contention_log();
+  ++log.measurements;
+  const auto spread = [&] {
+    const double fast = quantile(samples, 0.1);
+    return fast > 0 ? median(samples) / fast : 1.0;
+  };
+  if (spread() <= kContendedSpread) return median(std::move(samples));
+  ++log.contended;
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const size_t limit = samples.size() + static_cast<size_t>(std::max(repetition.max_runs, 20));
+  while (samples.size() < limit && std::chrono::duration<double>(Clock::now() - start).count() <
+                                       3 * repetition.budget_seconds) {
+    samples.push_back(more());
+  }
+  const double settled = spread();
+  log.worst_spread = std::max(log.worst_spread, settled);
+  if (settled > kContendedSpread) ++log.unsettled;
+  return quantile(std::move(samples), 0.1);
+}
+
 OpBench::OpBench(Device& device, Graph graph) : graph_(std::move(graph)) {
   std::mt19937_64 rng(7);
   // A compiled device moves a program's inputs in on every run; large operands are made

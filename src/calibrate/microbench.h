@@ -1,5 +1,6 @@
 #pragma once
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -10,7 +11,8 @@
 namespace tandem::calibrate {
 
 // How long each measurement repeats: at least `min_runs`, then until `budget_seconds` of
-// samples are gathered or `max_runs` is reached. The median of the samples is reported.
+// samples are gathered or `max_runs` is reached. The median of the samples is reported, unless
+// they are contended (below).
 struct Repetition {
   int min_runs = 5;
   int max_runs = 200;
@@ -18,8 +20,31 @@ struct Repetition {
 };
 
 double median(std::vector<double> samples);
+// The q-quantile of the samples, interpolated (q in [0, 1]).
+double quantile(std::vector<double> samples, double q);
 
-// Calls `sample`, which times one run in seconds, as `repetition` says; returns the median.
+// Samples are contended when their median exceeds their 10th percentile by this factor: another
+// process had the cores for some of the runs, most of them even (on a quiet machine the two stay
+// within a few percent). A stall must not become the figure.
+inline constexpr double kContendedSpread = 1.5;
+
+// What this process's measurements saw, for calibrate's closing note.
+struct ContentionLog {
+  int measurements = 0;
+  int contended = 0;        // measurements whose samples were contended
+  int unsettled = 0;        // still contended after more runs: the figure may be too slow
+  double worst_spread = 1;  // the largest median / 10th percentile seen
+};
+ContentionLog& contention_log();
+
+// The typical time of one run from `samples`: their median when they are not contended; else
+// more runs are taken (`more` called until three times the budget), and the 10th percentile is
+// reported (the runs the other process left alone, which is what a run on a machine of its own
+// takes), the measurement counted in contention_log().
+double typical(std::vector<double> samples, const std::function<double()>& more,
+               const Repetition& repetition);
+
+// Calls `sample`, which times one run in seconds, as `repetition` says; returns typical().
 template <typename Sample>
 double median_seconds(const Repetition& repetition, Sample sample) {
   using Clock = std::chrono::steady_clock;
@@ -31,7 +56,8 @@ double median_seconds(const Repetition& repetition, Sample sample) {
           elapsed() < repetition.budget_seconds)) {
     samples.push_back(sample());
   }
-  return median(std::move(samples));
+  return typical(
+      std::move(samples), [&] { return sample(); }, repetition);
 }
 
 // A graph compiled once on a device through the runtime, so what is timed is the backend's

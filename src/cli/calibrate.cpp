@@ -6,9 +6,12 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <thread>
 
 #include "backends/cpu/cpu_device.h"
 #include "backends/registry.h"
+#include "calibrate/host.h"
+#include "calibrate/microbench.h"
 #include "calibrate/op_history.h"
 #include "cli/commands.h"
 #include "ir/error.h"
@@ -72,7 +75,14 @@ std::string render(const CalibrationProfile& profile, const std::string& path, s
   return text + format("\nwrote %s in %.1f s\n", path.c_str(), seconds);
 }
 
-nlohmann::json to_json(const CalibrationProfile& profile, const std::string& path, double seconds) {
+// How busy the machine was while calibrating: other processes' cores, contended measurements.
+struct Quietness {
+  double others_cores = 0;
+  calibrate::ContentionLog contention;
+};
+
+nlohmann::json to_json(const CalibrationProfile& profile, const std::string& path, double seconds,
+                       const Quietness& quietness) {
   nlohmann::json figures = nlohmann::json::object();
   for (const SummaryRow& row : summary_rows(profile)) {
     if (!row.value->known()) {
@@ -95,7 +105,12 @@ nlohmann::json to_json(const CalibrationProfile& profile, const std::string& pat
           {"figures", figures},
           {"measurements", measurements},
           {"op_signatures", profile.op_seconds.size()},
-          {"elapsed_s", seconds}};
+          {"elapsed_s", seconds},
+          {"contention",
+           {{"other_processes_cores", quietness.others_cores},
+            {"measurements", quietness.contention.measurements},
+            {"contended", quietness.contention.contended},
+            {"unsettled", quietness.contention.unsettled}}}};
 }
 
 // The models to time, loaded and fused as `tandem run` runs them; loaded before any
@@ -170,6 +185,7 @@ void check_writable_folder(const std::string& path) {
 int calibrate_command(const CalibrateOptions& options) {
   cpu::set_cpu_threads(options.threads);
   const auto started = std::chrono::steady_clock::now();
+  const calibrate::CpuTimes cpu_before = calibrate::cpu_times();
   check_writable_folder(options.output);
   const std::vector<ImportedModel> models = load_models(options);
   calibrate::CalibrationOptions calibration;
@@ -191,10 +207,36 @@ int calibrate_command(const CalibrateOptions& options) {
     profile.op_seconds = time_model_ops(models, options.quick);
   }
   write_profile(options.output, profile);
+  // Contended measurements report their fast runs; a figure still contended after more runs
+  // may be slow, and the user is told to calibrate again.
+  const calibrate::ContentionLog& contention = calibrate::contention_log();
+  const double others = calibrate::others_cores(
+      cpu_before, calibrate::cpu_times(),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  // A quarter of a core: more than a quiet machine's background, less than one busy process.
+  if (others > 0.25) {
+    std::fprintf(stderr,
+                 "warning: other processes kept %.1f core(s) busy while calibrating (of %u); "
+                 "the figures may be slow: calibrate again with the cores free\n",
+                 others, std::max(1u, std::thread::hardware_concurrency()));
+  }
+  if (contention.unsettled > 0) {
+    std::fprintf(stderr,
+                 "warning: the machine was too busy to calibrate well: %d of %d measurements "
+                 "stayed contended after more runs (runs %.1fx apart); calibrate again with the "
+                 "cores free\n",
+                 contention.unsettled, contention.measurements, contention.worst_spread);
+  } else if (contention.contended > 0) {
+    std::fprintf(stderr,
+                 "note: another process contended for the cores in %d of %d measurements; their "
+                 "figures are the 10th percentile of more runs, not the median\n",
+                 contention.contended, contention.measurements);
+  }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (options.json) {
-    std::printf("%s\n", to_json(profile, options.output, seconds).dump(2).c_str());
+    std::printf("%s\n",
+                to_json(profile, options.output, seconds, {others, contention}).dump(2).c_str());
   } else {
     std::printf("%s", render(profile, options.output, options.models.size(), seconds).c_str());
   }

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "backends/cpu/cpu_device.h"
+#include "calibrate/host.h"
 #include "calibrate/microbench.h"
 #include "calibrate/op_history.h"
 #include "ir/infer.h"
@@ -21,6 +22,52 @@ constexpr double kFloor = 0.1;
 #else
 constexpr double kFloor = 1;
 #endif
+
+TEST(Calibrate, QuietSamplesGiveTheirMedian) {
+  const ContentionLog before = contention_log();
+  int extra = 0;
+  const double typical_time = typical(
+      {1.00, 1.02, 0.99, 1.01, 1.03},
+      [&] {
+        ++extra;
+        return 1.0;
+      },
+      Repetition{5, 50, 0.01});
+  EXPECT_DOUBLE_EQ(typical_time, 1.01);
+  EXPECT_EQ(extra, 0);
+  EXPECT_EQ(contention_log().measurements, before.measurements + 1);
+  EXPECT_EQ(contention_log().contended, before.contended);
+}
+
+// Another process stalls some runs (3x): the figure is what the undisturbed runs took, not the
+// median, however many runs stalled; more runs are taken to find them.
+TEST(Calibrate, ContendedSamplesGiveTheRunsLeftAlone) {
+  const ContentionLog before = contention_log();
+  int calls = 0;
+  const auto stalled_half = [&] { return ++calls % 2 ? 1.0 : 3.0; };
+  const double typical_time =
+      typical({3.0, 1.0, 3.0, 3.0, 1.0, 3.0, 3.0}, stalled_half, Repetition{7, 50, 0.01});
+  EXPECT_DOUBLE_EQ(typical_time, 1.0);
+  EXPECT_GT(calls, 0);
+  EXPECT_EQ(contention_log().contended, before.contended + 1);
+  EXPECT_EQ(contention_log().unsettled, before.unsettled + 1);  // half stay stalled: still spread
+  EXPECT_GE(contention_log().worst_spread, 3.0);
+}
+
+TEST(Calibrate, OtherProcessesCpuIsWhatTheMachineUsedBeyondOurs) {
+  const CpuTimes before = cpu_times();
+  ASSERT_TRUE(before.known);  // Linux's /proc
+  const auto start = std::chrono::steady_clock::now();
+  volatile double sink = 0;
+  while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(200)) sink = sink + 1;
+  const CpuTimes after = cpu_times();
+  EXPECT_GE(after.own_seconds - before.own_seconds, 0.1);  // the loop above was ours
+  const double others = others_cores(before, after, 0.2);
+  EXPECT_GE(others, 0.0);
+  EXPECT_LT(others, 64.0);
+  CpuTimes unknown;
+  EXPECT_EQ(others_cores(unknown, after, 0.2), 0.0);
+}
 
 TEST(Calibrate, QuickGivesPlausibleFiguresInSeconds) {
   CalibrationOptions options;
