@@ -61,9 +61,10 @@ class FlagSweep(unittest.TestCase):
             "calibrate": ["--quick", "-o", profile],
         }
         # Empty, negative, zero, not a number, beyond a double, beyond an int64, a word, a
-        # malformed assignment, a missing file, a directory, a format string.
+        # malformed assignment, a missing file (relative: an output folder is made in the
+        # scratch folder, not at the root), a directory, a format string.
         cls.values = ["", "-1", "0", "nan", "1e999", "99999999999999999999", "abc", "a=b=c",
-                      "x=-3", "/no/such/file", folder, "%s" * 40][::VALUE_STRIDE]
+                      "x=-3", "no/such/file", folder, "%s" * 40][::VALUE_STRIDE]
 
     def check(self, verb, args, result):
         where = f"tandem {verb} {' '.join(args)}"
