@@ -7,7 +7,7 @@
 #         ThreadSanitizer on the runtime tests (GraphExecutor; PlanExecutor: a worker and an
 #         OpenMP team per device), in build-tsan/
 #   fuzz  clang, libFuzzer + ASan + UBSan: each target of tests/fuzz for TANDEM_FUZZ_SECONDS
-#         (60) from its corpus, two at a time; a finding is written to build-fuzz/findings/
+#         (45) from its corpus, two at a time; a finding is written to build-fuzz/findings/
 #         and fails the job
 # Suppressions: tests/sanitizers/<asan|lsan|ubsan|tsan>.supp, used when present, may name other
 # projects' libraries only, each with why; none is needed today (docs/SECURITY.md).
@@ -20,7 +20,7 @@ if [[ "${TANDEM_SKIP_SANITIZERS:-0}" == "1" && "${CI:-}" != "true" ]]; then
   exit 0
 fi
 JOBS="${TANDEM_SANITIZER_JOBS:-asan tsan fuzz}"
-FUZZ_SECONDS="${TANDEM_FUZZ_SECONDS:-60}"
+FUZZ_SECONDS="${TANDEM_FUZZ_SECONDS:-45}"
 CORES="$(nproc)"
 LLVM=/usr/lib/llvm-14
 SUPP="$REPO/tests/sanitizers"
