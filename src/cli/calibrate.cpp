@@ -216,21 +216,16 @@ int calibrate_command(const CalibrateOptions& options) {
   // A quarter of a core: more than a quiet machine's background, less than one busy process.
   if (others > 0.25) {
     std::fprintf(stderr,
-                 "warning: other processes kept %.1f core(s) busy while calibrating (of %u); "
-                 "the figures may be slow: calibrate again with the cores free\n",
-                 others, std::max(1u, std::thread::hardware_concurrency()));
-  }
-  if (contention.unsettled > 0) {
-    std::fprintf(stderr,
-                 "warning: the machine was too busy to calibrate well: %d of %d measurements "
-                 "stayed contended after more runs (runs %.1fx apart); calibrate again with the "
-                 "cores free\n",
-                 contention.unsettled, contention.measurements, contention.worst_spread);
+                 "warning: other processes kept %.1f core(s) busy while calibrating (of %u), and "
+                 "%d of %d measurements stayed uneven after more runs: the figures may be slow; "
+                 "calibrate again with the cores free\n",
+                 others, std::max(1u, std::thread::hardware_concurrency()), contention.unsettled,
+                 contention.measurements);
   } else if (contention.contended > 0) {
     std::fprintf(stderr,
-                 "note: another process contended for the cores in %d of %d measurements; their "
-                 "figures are the 10th percentile of more runs, not the median\n",
-                 contention.contended, contention.measurements);
+                 "note: %d of %d measurements varied from run to run (up to %.1fx); their figures "
+                 "are the 10th percentile of more runs, not the median\n",
+                 contention.contended, contention.measurements, contention.worst_spread);
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
