@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "cost/gemm_shape.h"
 #include "backends/registry.h"
+#include "cost/gemm_shape.h"
 #include "ir/op_schema.h"
 
 namespace tandem {

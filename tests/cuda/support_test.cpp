@@ -9,12 +9,12 @@
 #include "backends/cuda/cuda_ops.h"
 #include "backends/registry.h"
 #include "cost/cost_model.h"
-#include "zoo_cases.h"
 #include "devices/cluster.h"
 #include "ir/error.h"
 #include "ir/infer.h"
 #include "ir/op_schema.h"
 #include "plan/strategies.h"
+#include "zoo_cases.h"
 
 namespace tandem {
 namespace {

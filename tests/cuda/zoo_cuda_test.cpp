@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "backends/cuda/cuda_device.h"
-#include "zoo_cases.h"
 #include "runtime/executor.h"
 #include "util/compare.h"
+#include "zoo_cases.h"
 
 namespace tandem {
 namespace {
