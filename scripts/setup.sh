@@ -20,6 +20,7 @@ APT_PACKAGES=(
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-venv python3-numpy python3-torch python3-torchvision
+  libopenblas0-pthread  # Debian's torch uses the system BLAS: the reference one is ~20x slower
   chromium  # headless: the HTML report's browser test
   # scripts/sanitizers.sh: clang with libFuzzer and the sanitizer runtimes, LLVM's OpenMP runtime
   # (TSan understands it, with its Archer tool), llvm-symbolizer for the reports' stacks
