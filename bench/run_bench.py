@@ -53,7 +53,7 @@ def time_ort(session, feeds, iterations):
     return samples
 
 
-def torch_modules(zoo, names, threads):
+def torch_modules(names, threads):
     """name -> (module, args) for the real tier's models, rebuilt by tools/make_real_zoo.py:
     its export is wrapped to keep what it exports (written to a scratch folder)."""
     import tempfile
@@ -137,8 +137,7 @@ def main():
         wanted = set(args.models.split(","))
         manifest = [entry for entry in manifest if entry["name"] in wanted]
 
-    modules = {} if args.no_torch else torch_modules(args.zoo, [e["name"] for e in manifest],
-                                                      args.threads)
+    modules = {} if args.no_torch else torch_modules([e["name"] for e in manifest], args.threads)
     blas = blas_loaded() if modules else ""
     if modules:
         import torch

@@ -399,7 +399,7 @@ CalibrationProfile calibrate_device(Device& device, DeviceKind kind, std::string
   measure_kernels(device, options, profile);
   const size_t bytes = options.quick ? size_t{16} << 20 : size_t{64} << 20;
   const Repetition repetition = repetition_for(options);
-  const double seconds = median_seconds(repetition, [&] { return round_trip(bytes); });
+  const double seconds = typical_seconds(repetition, [&] { return round_trip(bytes); });
   const std::string method = "host to device and back of " + binary_size(bytes) +
                              ", 2 x bytes / time, " + median_note(repetition);
   const double bandwidth = 2.0 * static_cast<double>(bytes) / seconds;

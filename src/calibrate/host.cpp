@@ -69,7 +69,7 @@ double memcpy_bandwidth(size_t bytes, const Repetition& repetition) {
   auto to = std::make_unique<std::byte[]>(bytes);
   std::memset(from.get(), 1, bytes);  // touch every page before timing
   std::memset(to.get(), 0, bytes);
-  const double seconds = median_seconds(repetition, [&] {
+  const double seconds = typical_seconds(repetition, [&] {
     const auto start = std::chrono::steady_clock::now();
     std::memcpy(to.get(), from.get(), bytes);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

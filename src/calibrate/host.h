@@ -21,8 +21,8 @@ CpuTimes cpu_times();
 // Cores' worth of CPU that other processes used between two readings `wall_seconds` apart.
 double others_cores(const CpuTimes& before, const CpuTimes& after, double wall_seconds);
 
-// Median bytes per second of std::memcpy between two host buffers of `bytes`: what a
-// host-memory transfer between two CPU devices costs.
+// Typical bytes per second (typical_seconds) of std::memcpy between two host buffers of `bytes`:
+// what a host-memory transfer between two CPU devices costs.
 double memcpy_bandwidth(size_t bytes, const Repetition& repetition);
 
 }  // namespace tandem::calibrate

@@ -5,25 +5,9 @@
 #include <random>
 
 #include "util/random_tensor.h"
+#include "util/statistics.h"
 
 namespace tandem::calibrate {
-
-double median(std::vector<double> samples) {
-  if (samples.empty()) return 0;
-  std::sort(samples.begin(), samples.end());
-  const size_t middle = samples.size() / 2;
-  return samples.size() % 2 ? samples[middle] : (samples[middle - 1] + samples[middle]) / 2;
-}
-
-double quantile(std::vector<double> samples, double q) {
-  if (samples.empty()) return 0;
-  std::sort(samples.begin(), samples.end());
-  const double position = q * static_cast<double>(samples.size() - 1);
-  const size_t below = static_cast<size_t>(position);
-  const size_t above = std::min(below + 1, samples.size() - 1);
-  return samples[below] +
-         (samples[above] - samples[below]) * (position - static_cast<double>(below));
-}
 
 ContentionLog& contention_log() {
   static ContentionLog log;
@@ -87,7 +71,7 @@ double OpBench::node_seconds(const Repetition& repetition) {
   executor_->set_observer([&](const Node& node, std::chrono::nanoseconds elapsed) {
     if (&node == first) seconds = std::chrono::duration<double>(elapsed).count();
   });
-  const double result = median_seconds(repetition, [&] {
+  const double result = typical_seconds(repetition, [&] {
     executor_->run(inputs_);
     return seconds;
   });
@@ -96,7 +80,7 @@ double OpBench::node_seconds(const Repetition& repetition) {
 }
 
 double OpBench::run_seconds(const Repetition& repetition) {
-  return median_seconds(repetition, [&] {
+  return typical_seconds(repetition, [&] {
     const auto start = std::chrono::steady_clock::now();
     executor_->run(inputs_);
     executor_->finish();

@@ -19,10 +19,6 @@ struct Repetition {
   double budget_seconds = 0.2;
 };
 
-double median(std::vector<double> samples);
-// The q-quantile of the samples, interpolated (q in [0, 1]).
-double quantile(std::vector<double> samples, double q);
-
 // Samples are contended when their median exceeds their 10th percentile by this factor: another
 // process had the cores for some of the runs, most of them even (on a quiet machine the two stay
 // within a few percent). A stall must not become the figure.
@@ -46,7 +42,7 @@ double typical(std::vector<double> samples, const std::function<double()>& more,
 
 // Calls `sample`, which times one run in seconds, as `repetition` says; returns typical().
 template <typename Sample>
-double median_seconds(const Repetition& repetition, Sample sample) {
+double typical_seconds(const Repetition& repetition, Sample sample) {
   using Clock = std::chrono::steady_clock;
   std::vector<double> samples;
   const auto start = Clock::now();
@@ -72,10 +68,10 @@ class OpBench {
   const Graph& graph() const { return graph_; }
   // The work of the first node, as the cost model sees it.
   const OpCost& cost() const { return graph_.nodes.front().cost; }
-  // Median seconds of the first node's kernel alone (the executor's per-node observer); on a
-  // compiled device, of the whole program (there is no per-node time to observe).
+  // Typical seconds (typical_seconds) of the first node's kernel alone (the executor's per-node
+  // observer); on a compiled device, of the whole program (there is no per-node time to observe).
   double node_seconds(const Repetition& repetition);
-  // Median seconds of a whole run through the executor, dispatch included.
+  // Typical seconds of a whole run through the executor, dispatch included.
   double run_seconds(const Repetition& repetition);
 
  private:

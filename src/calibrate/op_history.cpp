@@ -3,6 +3,7 @@
 #include "calibrate/microbench.h"
 #include "devices/profile.h"
 #include "runtime/executor.h"
+#include "util/statistics.h"
 
 namespace tandem::calibrate {
 

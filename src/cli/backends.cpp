@@ -11,8 +11,8 @@
 
 namespace tandem::cli {
 
-std::vector<CompileStats> compile_stats(const std::vector<std::unique_ptr<Device>>& devices) {
-  std::vector<CompileStats> stats;
+std::vector<ProgramStats> compile_stats(const std::vector<std::unique_ptr<Device>>& devices) {
+  std::vector<ProgramStats> stats;
 #ifdef TANDEM_WITH_PJRT
   std::vector<const pjrt::PjrtSession*> seen;
   for (const auto& device : devices) {
@@ -23,9 +23,16 @@ std::vector<CompileStats> compile_stats(const std::vector<std::unique_ptr<Device
     seen.push_back(&session);
     const pjrt::ExecutableCache::Stats cache = session.cache.stats();
     const pjrt::TransferCounts& moves = session.transfers;
-    stats.push_back({session.client.plugin().path(), session.cache.directory(), cache.compiles,
-                     cache.memory_hits, cache.disk_hits, cache.compile_seconds, cache.load_seconds,
-                     moves.uploaded, moves.device_to_device, moves.found_on_device()});
+    stats.push_back({.plugin = session.client.plugin().path(),
+                     .cache_directory = session.cache.directory(),
+                     .compiles = cache.compiles,
+                     .disk_hits = cache.disk_hits,
+                     .memory_hits = cache.memory_hits,
+                     .compile_seconds = cache.compile_seconds,
+                     .load_seconds = cache.load_seconds,
+                     .uploaded = moves.uploaded,
+                     .device_to_device = moves.device_to_device,
+                     .on_device = moves.found_on_device()});
   }
 #else
   (void)devices;

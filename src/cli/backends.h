@@ -6,21 +6,14 @@
 
 #include "backends/device.h"
 #include "devices/cluster.h"
+#include "report/run_report.h"
 
 namespace tandem::cli {
 
 // What the compiled backends did so far, per PJRT plugin: programs compiled or found in the
 // executable cache (in memory, on disk) and the time spent; how program inputs reached the
 // device. Empty without compiled devices.
-struct CompileStats {
-  std::string plugin;
-  std::string cache_directory;  // empty: memory only
-  int compiles = 0, memory_hits = 0, disk_hits = 0;
-  double compile_seconds = 0, load_seconds = 0;
-  // Program inputs: uploaded from the host, copied device to device, found on the device.
-  int uploaded = 0, device_to_device = 0, reused = 0;
-};
-std::vector<CompileStats> compile_stats(const std::vector<std::unique_ptr<Device>>& devices);
+std::vector<ProgramStats> compile_stats(const std::vector<std::unique_ptr<Device>>& devices);
 
 // What a PJRT plugin named by a cluster reports once loaded, and which cluster devices use it.
 struct PluginProbe {

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "ir/error.h"
 #include "ir/spelling.h"
+#include "report/table.h"
 
 namespace {
 
@@ -30,12 +31,6 @@ void add_model_options(CLI::App& verb, ModelOptions& options, bool model_require
   verb.add_flag("--json", options.json, "print JSON instead of tables");
 }
 
-std::string format_number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", value);
-  return text;
-}
-
 // A real number from `low` to `high`: CLI11's Range lets NaN through (every comparison with it is
 // false) and prints its bounds with six decimals.
 CLI::Validator number_in(double low, double high) {
@@ -46,10 +41,11 @@ CLI::Validator number_in(double low, double high) {
         if (end == text.c_str() || *end != '\0' || !std::isfinite(value))
           return "'" + text + "' is not a number";
         if (value < low || value > high)
-          return text + " is outside " + format_number(low) + " to " + format_number(high);
+          return text + " is outside " + tandem::format("%g", low) + " to " +
+                 tandem::format("%g", high);
         return "";
       },
-      "[" + format_number(low) + " - " + format_number(high) + "]", "number");
+      "[" + tandem::format("%g", low) + " - " + tandem::format("%g", high) + "]", "number");
 }
 
 // " (did you mean X?)" for the candidate within a third of the word's length (two edits at

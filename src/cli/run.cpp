@@ -99,20 +99,19 @@ std::string file_name_for(std::string name) {
 // is refused.
 void take_from_plan(RunOptions& options) {
   const PlanProvenance made_from = plan_provenance(read_plan_document(options.plan), options.plan);
-  if (options.model.empty()) {
-    check_unchanged(made_from.model, "model", options.plan);
-    options.model = made_from.model.resolved();
-  } else if (plan_source(options.model).sha256 != made_from.model.sha256) {
-    throw InputError(options.plan, "it was made for the model " + made_from.model.path + ", not " +
-                                       options.model + " (their contents differ)");
-  }
-  if (options.cluster.empty()) {
-    check_unchanged(made_from.cluster, "cluster", options.plan);
-    options.cluster = made_from.cluster.resolved();
-  } else if (plan_source(options.cluster).sha256 != made_from.cluster.sha256) {
-    throw InputError(options.plan, "it was made for the cluster " + made_from.cluster.path +
-                                       ", not " + options.cluster + " (their contents differ)");
-  }
+  // A file the command line names must be the one the plan was made from; one it leaves out is
+  // the plan's, unchanged since.
+  const auto take = [&](std::string& given, const PlanSource& source, const std::string& what) {
+    if (given.empty()) {
+      check_unchanged(source, what, options.plan);
+      given = source.resolved();
+    } else if (plan_source(given).sha256 != source.sha256) {
+      throw InputError(options.plan, "it was made for the " + what + " " + source.path + ", not " +
+                                         given + " (their contents differ)");
+    }
+  };
+  take(options.model, made_from.model, "model");
+  take(options.cluster, made_from.cluster, "cluster");
   if (options.dims.empty() && options.shapes.empty() && options.inputs.empty()) {
     options.dims = made_from.dim_arguments();
     options.shapes = made_from.shape_arguments();
@@ -181,18 +180,14 @@ RunReport run_on_cpu(const RunOptions& options, const RunSchedule& schedule, con
                  human_bytes(static_cast<double>(executor.memory_plan().requested_bytes)).c_str(),
                  device.name().c_str(), cpu::cpu_threads());
   }
-  struct NodeTotals {
-    NodeTime row;
-    int64_t calls = 0;  // nodes inside a Loop body run several times per run
-  };
-  std::map<const Node*, NodeTotals> node_times;
+  std::map<const Node*, NodeTotal> node_totals;
   bool timing = false;  // only timed runs count
   if (options.profile) {
     executor.set_observer([&](const Node& node, std::chrono::nanoseconds elapsed) {
       if (!timing) return;
-      NodeTotals& totals = node_times[&node];
-      NodeTime& row = totals.row;
-      ++totals.calls;
+      NodeTotal& total = node_totals[&node];
+      NodeTime& row = total.node;
+      ++total.calls;
       if (row.node.empty()) {
         row.node = node.name.empty() ? "(unnamed " + node.op_type + ")" : node.name;
         row.op_type = node.op_type;
@@ -215,21 +210,11 @@ RunReport run_on_cpu(const RunOptions& options, const RunSchedule& schedule, con
   report.duration_seconds = runs.duration_seconds;
   report.arena_bytes = executor.memory_plan().arena_bytes;
   report.unplanned_bytes = executor.memory_plan().requested_bytes;
-  report.profiled = options.profile;
-  const double count = static_cast<double>(runs.latencies_seconds.size());
-  std::map<std::string, OpTimeSummary> by_type;
-  for (auto& [node, totals] : node_times) {
-    NodeTime& row = totals.row;
-    OpTimeSummary& type = by_type[row.op_type];
-    type.op_type = row.op_type;
-    type.calls += totals.calls / static_cast<int64_t>(count);
-    row.seconds /= count;
-    row.flops /= count;
-    type.seconds += row.seconds;
-    type.flops += row.flops;
-    report.node_times.push_back(row);
+  if (options.profile) {
+    std::vector<NodeTotal> totals;
+    for (const auto& [node, total] : node_totals) totals.push_back(total);
+    set_profile(report, totals, runs.latencies_seconds.size());
   }
-  for (const auto& [type, row] : by_type) report.op_times.push_back(row);
   for (size_t i = 0; i < outputs.size(); ++i)
     report.outputs.push_back({graph.values[graph.outputs[i]].name, outputs[i]});
   return report;

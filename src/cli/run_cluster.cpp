@@ -21,6 +21,7 @@
 #include "runtime/plan_executor.h"
 #include "sim/simulator.h"
 #include "sim/summary.h"
+#include "util/statistics.h"
 
 namespace tandem::cli {
 namespace {
@@ -34,13 +35,6 @@ struct ClusterRun {
   Timeline timeline;
   double prepare_seconds = 0;  // segments extracted, kernels and programs compiled
 };
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t middle = values.size() / 2;
-  return values.size() % 2 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
-}
 
 // Runs the plan as `schedule` says; the timeline holds every timed run, with each op inside its
 // segment when `record_ops`.
@@ -127,38 +121,30 @@ void say_plan(const Plan& plan, const PlanningProblem& problem) {
 void add_profile(RunReport& report, const ClusterRun& run, const Graph& graph) {
   std::map<std::string, const Node*> by_label;
   for (const Node& node : graph.nodes) by_label[node.label()] = &node;
-  std::map<std::string, NodeTime> nodes;  // by label
-  std::map<std::string, int64_t> calls;
+  const size_t runs = run.runs.latencies_seconds.size();
+  std::map<std::string, NodeTotal> totals;  // by label
   for (const TimelineSpan& span : run.timeline.spans) {
     if (span.category != "op") continue;
-    NodeTime& row = nodes[span.name];
+    NodeTotal& total = totals[span.name];
+    NodeTime& row = total.node;
     if (row.node.empty()) {
       const auto node = by_label.find(span.name);
       row.node = node == by_label.end() ? span.name : node->second->name;
       row.op_type = node == by_label.end() ? "" : node->second->op_type;
-      row.flops = node == by_label.end() ? 0 : node->second->cost.flops;
+      // The whole batch's work per run, however many micro-batches it ran in.
+      row.flops = node == by_label.end() ? 0 : node->second->cost.flops * static_cast<double>(runs);
       row.device = run.timeline.tracks[span.track].group;
     }
     row.seconds += span.duration_seconds;
-    ++calls[span.name];
+    ++total.calls;
   }
-  const double runs = static_cast<double>(std::max<size_t>(run.runs.latencies_seconds.size(), 1));
-  std::map<std::string, OpTimeSummary> types;
-  for (auto& [label, row] : nodes) {
-    row.seconds /= runs;
-    OpTimeSummary& type = types[row.op_type];
-    type.op_type = row.op_type;
-    type.calls += calls[label] / static_cast<int64_t>(runs);
-    type.seconds += row.seconds;
-    type.flops += row.flops;
-    report.node_times.push_back(row);
-  }
-  for (const auto& [name, type] : types) report.op_times.push_back(type);
-  report.profiled = true;
+  std::vector<NodeTotal> rows;
+  for (const auto& [label, total] : totals) rows.push_back(total);
+  set_profile(report, rows, runs);
 }
 
 ClusterRunFigures figures_of(const ClusterRun& run, const PlanningProblem& problem,
-                             const std::vector<CompileStats>& stats, const std::string& cluster) {
+                             std::vector<ProgramStats> compiled, const std::string& cluster) {
   const Plan& plan = run.plan;
   ClusterRunFigures figures;
   figures.cluster = cluster;
@@ -181,12 +167,7 @@ ClusterRunFigures figures_of(const ClusterRun& run, const PlanningProblem& probl
          d < static_cast<int>(plan.predicted.busy_seconds.size()) ? plan.predicted.busy_seconds[d]
                                                                   : 0.0});
   }
-  for (const CompileStats& plugin : stats) {
-    figures.compiled.push_back({plugin.plugin, plugin.cache_directory, plugin.compiles,
-                                plugin.disk_hits, plugin.memory_hits, plugin.compile_seconds,
-                                plugin.load_seconds, plugin.uploaded, plugin.device_to_device,
-                                plugin.reused});
-  }
+  figures.compiled = std::move(compiled);
   figures.segments_run = run.stats.segments_run;
   figures.transfers_run = run.stats.transfers;
   return figures;

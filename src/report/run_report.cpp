@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "report/table.h"
+#include "util/statistics.h"
 
 namespace tandem {
 namespace {
@@ -114,7 +116,7 @@ std::string render_cluster(const RunReport& report, const LatencyStats& stats) {
       "predicted by the planner's evaluator (%s)\n",
       cluster.segments_run, cluster.transfers_run,
       cluster.predicted_from.empty() ? "cost model" : cluster.predicted_from.c_str());
-  for (const ClusterRunFigures::Compiled& plugin : cluster.compiled) {
+  for (const ProgramStats& plugin : cluster.compiled) {
     text += format(
         "%s: %d program(s) compiled in %s, %d loaded from the disk cache in %s, %d reused in "
         "memory (cache: %s)\n  program inputs, all runs: %d uploaded from the host, %d copied "
@@ -135,7 +137,7 @@ nlohmann::json cluster_json(const ClusterRunFigures& cluster) {
                        {"predicted_busy_s", device.predicted_seconds}});
   }
   nlohmann::json compiled = nlohmann::json::array();
-  for (const ClusterRunFigures::Compiled& plugin : cluster.compiled) {
+  for (const ProgramStats& plugin : cluster.compiled) {
     compiled.push_back({{"plugin", plugin.plugin},
                         {"cache_directory", plugin.cache_directory},
                         {"compiles", plugin.compiles},
@@ -166,24 +168,35 @@ nlohmann::json cluster_json(const ClusterRunFigures& cluster) {
 
 }  // namespace
 
+void set_profile(RunReport& report, const std::vector<NodeTotal>& totals, size_t runs) {
+  const double count = static_cast<double>(std::max<size_t>(runs, 1));
+  std::map<std::string, OpTimeSummary> by_type;
+  for (const NodeTotal& total : totals) {
+    NodeTime row = total.node;
+    row.seconds /= count;
+    row.flops /= count;
+    OpTimeSummary& type = by_type[row.op_type];
+    type.op_type = row.op_type;
+    type.calls += total.calls / static_cast<int64_t>(count);
+    type.seconds += row.seconds;
+    type.flops += row.flops;
+    report.node_times.push_back(row);
+  }
+  for (const auto& [name, type] : by_type) report.op_times.push_back(type);
+  report.profiled = true;
+}
+
 LatencyStats latency_stats(std::vector<double> samples) {
   LatencyStats stats;
   if (samples.empty()) return stats;
   std::sort(samples.begin(), samples.end());
-  const auto quantile = [&](double q) {
-    const double position = q * static_cast<double>(samples.size() - 1);
-    const size_t below = static_cast<size_t>(std::floor(position));
-    const size_t above = std::min(below + 1, samples.size() - 1);
-    return samples[below] +
-           (samples[above] - samples[below]) * (position - static_cast<double>(below));
-  };
   const double count = static_cast<double>(samples.size());
   stats.min = samples.front();
   stats.max = samples.back();
-  stats.median = quantile(0.5);
-  stats.p90 = quantile(0.9);
-  stats.p95 = quantile(0.95);
-  stats.p99 = quantile(0.99);
+  stats.median = quantile_of_sorted(samples, 0.5);
+  stats.p90 = quantile_of_sorted(samples, 0.9);
+  stats.p95 = quantile_of_sorted(samples, 0.95);
+  stats.p99 = quantile_of_sorted(samples, 0.99);
   stats.mean = std::accumulate(samples.begin(), samples.end(), 0.0) / count;
   double squares = 0;
   for (double sample : samples) squares += (sample - stats.mean) * (sample - stats.mean);
@@ -287,7 +300,7 @@ nlohmann::json run_report_json(const RunReport& report) {
   }
   nlohmann::json json = {{"schema_version", kJsonSchemaVersion},
                          {"model", report.model},
-                         {"device", report.cluster ? "cluster" : report.device},
+                         {"device", report.device},
                          {"threads", report.threads},
                          {"batch", report.batch},
                          {"warmup_runs", report.warmup_runs},

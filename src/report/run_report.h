@@ -26,6 +26,20 @@ struct NodeTime {
   double flops = 0;
 };
 
+// A node's measured time summed over every timed run: what set_profile() divides.
+struct NodeTotal {
+  NodeTime node;      // seconds and flops: the totals
+  int64_t calls = 0;  // a node in a Loop body, or run once per micro-batch, counts each time
+};
+
+// One PJRT plugin's programs and their inputs over all the runs of a process.
+struct ProgramStats {
+  std::string plugin, cache_directory;  // cache_directory empty: memory only
+  int compiles = 0, disk_hits = 0, memory_hits = 0;
+  double compile_seconds = 0, load_seconds = 0;
+  int uploaded = 0, device_to_device = 0, on_device = 0;  // program inputs
+};
+
 // A multi-device run's figures beside the planner's prediction (`run --cluster`).
 struct ClusterRunFigures {
   std::string cluster;
@@ -42,13 +56,7 @@ struct ClusterRunFigures {
     double predicted_seconds = 0;
   };
   std::vector<DeviceBusy> devices;
-  struct Compiled {  // one PJRT plugin's programs and inputs over all runs
-    std::string plugin, cache_directory;
-    int compiles = 0, disk_hits = 0, memory_hits = 0;
-    double compile_seconds = 0, load_seconds = 0;
-    int uploaded = 0, device_to_device = 0, on_device = 0;
-  };
-  std::vector<Compiled> compiled;
+  std::vector<ProgramStats> compiled;
   int segments_run = 0, transfers_run = 0;  // in one run
   std::string failover;                     // what failed and how the run went on, when it did
 };
@@ -57,7 +65,7 @@ struct ClusterRunFigures {
 // checks, the profile.
 struct RunReport {
   std::string model;
-  std::string device = "cpu";
+  std::string device = "cpu";  // or "cluster"
   int threads = 0;
   int64_t batch = 1;
   int warmup_runs = 0;
@@ -72,6 +80,10 @@ struct RunReport {
   std::vector<NodeTime> node_times;
   std::optional<ClusterRunFigures> cluster;
 };
+
+// Fills the report's profile from the totals of `runs` timed runs: per node and per op type,
+// per run.
+void set_profile(RunReport& report, const std::vector<NodeTotal>& totals, size_t runs);
 
 struct LatencyStats {
   double min = 0, mean = 0, median = 0, p90 = 0, p95 = 0, p99 = 0, max = 0, stddev = 0;

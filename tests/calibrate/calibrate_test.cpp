@@ -10,6 +10,7 @@
 #include "calibrate/microbench.h"
 #include "calibrate/op_history.h"
 #include "ir/infer.h"
+#include "util/statistics.h"
 
 namespace tandem::calibrate {
 namespace {

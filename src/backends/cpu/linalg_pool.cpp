@@ -190,35 +190,48 @@ class PoolKernel final : public Kernel {
       return dnnl::pooling_v2_forward::primitive_desc(desc, with_user_scratchpad(), dnnl_engine());
     };
     try {
-      // On the plain layout oneDNN pools with its reference code (`simple_nchw`), ~50x slower
-      // than its vectorised kernels on the channel-blocked one (ResNet-18's MaxPool: 10 ms of a
-      // 54 ms run); reordering there and back costs two copies of the tensors.
-      if (const std::optional<memory::format_tag> tag = channel_blocked(x.size())) {
-        const memory::desc src_blocked(to_dims(x), memory::data_type::f32, *tag);
-        const memory::desc dst_blocked(to_dims(y), memory::data_type::f32, *tag);
-        const dnnl::pooling_v2_forward::primitive_desc blocked = make(src_blocked, dst_blocked);
-        if (!std::string(blocked.impl_info_str()).starts_with("simple")) {
-          primitive_ = dnnl::pooling_v2_forward(blocked);
-          implementation_ = std::string("oneDNN ") + blocked.impl_info_str() + " (channel-blocked)";
-          src_ = memory(src_md, dnnl_engine(), nullptr);
-          dst_ = memory(dst_md, dnnl_engine(), nullptr);
-          src_blocked_ = memory(src_blocked, dnnl_engine(), nullptr);
-          dst_blocked_ = memory(dst_blocked, dnnl_engine(), nullptr);
-          src_reorder_ = make_reorder(src_, src_blocked_);
-          dst_reorder_ = make_reorder(dst_blocked_, dst_);
-          dst_offset_ = (src_blocked.get_size() + 63) / 64 * 64;
-          scratch_bytes_ = dst_offset_ + dst_blocked.get_size();
-          return;
-        }
-      }
-      const dnnl::pooling_v2_forward::primitive_desc pd = make(src_md, dst_md);
-      primitive_ = dnnl::pooling_v2_forward(pd);
-      implementation_ = std::string("oneDNN ") + pd.impl_info_str();
+      const dnnl::pooling_v2_forward::primitive_desc plain = make(src_md, dst_md);
+      src_ = memory(src_md, dnnl_engine(), nullptr);
+      dst_ = memory(dst_md, dnnl_engine(), nullptr);
+      // On the plain layout oneDNN often pools with its reference code (`simple_nchw`), ~50x
+      // slower than its vectorised kernels on the channel-blocked one (ResNet-18's MaxPool:
+      // 10 ms of a 54 ms run); reordering there and back costs two copies of the tensors.
+      if (reference_kernel(plain) && use_channel_blocked(x, y, make)) return;
+      primitive_ = dnnl::pooling_v2_forward(plain);
+      implementation_ = std::string("oneDNN ") + plain.impl_info_str();
     } catch (const dnnl::error&) {
       return;  // the loop handles what oneDNN declines
     }
-    src_ = memory(src_md, dnnl_engine(), nullptr);
-    dst_ = memory(dst_md, dnnl_engine(), nullptr);
+  }
+
+  static bool reference_kernel(const dnnl::primitive_desc_base& pd) {
+    const std::string name = pd.impl_info_str();
+    return name.starts_with("simple") || name.starts_with("ref");
+  }
+
+  // Runs the pooling on the channel-blocked copies when oneDNN has a vectorised kernel there.
+  template <typename Make>
+  bool use_channel_blocked(const Shape& x, const Shape& y, const Make& make) {
+    const std::optional<memory::format_tag> tag = channel_blocked(x.size());
+    if (!tag) return false;
+    const memory::desc src_blocked(to_dims(x), memory::data_type::f32, *tag);
+    const memory::desc dst_blocked(to_dims(y), memory::data_type::f32, *tag);
+    std::optional<dnnl::pooling_v2_forward::primitive_desc> blocked;
+    try {
+      blocked = make(src_blocked, dst_blocked);
+    } catch (const dnnl::error&) {
+      return false;
+    }
+    if (reference_kernel(*blocked)) return false;
+    primitive_ = dnnl::pooling_v2_forward(*blocked);
+    implementation_ = std::string("oneDNN ") + blocked->impl_info_str() + " (channel-blocked)";
+    src_blocked_ = memory(src_blocked, dnnl_engine(), nullptr);
+    dst_blocked_ = memory(dst_blocked, dnnl_engine(), nullptr);
+    src_reorder_ = make_reorder(src_, src_blocked_);
+    dst_reorder_ = make_reorder(dst_blocked_, dst_);
+    dst_offset_ = (src_blocked.get_size() + 63) / 64 * 64;
+    scratch_bytes_ = dst_offset_ + dst_blocked.get_size();
+    return true;
   }
 
   // The channel-blocked layout of this rank that the CPU's vector width suits, if any.
