@@ -3,13 +3,12 @@
 #include <chrono>
 #include <cstdio>
 
-#include "backends/registry.h"
 #include "cli/commands.h"
 #include "ir/error.h"
 #include "ir/fuse.h"
 #include "plan/evaluate.h"
 #include "plan/plan_json.h"
-#include "plan/strategies.h"
+#include "plan/compare.h"
 #include "plan/strategy.h"
 #include "report/device_costs.h"
 #include "report/html_report.h"
@@ -41,65 +40,6 @@ PlanOptions plan_options(const PlanCommandOptions& options, const BatchSplit& sp
   plan.batch = split.batch;
   plan.batch_unsplittable = split.refusal;
   return plan;
-}
-
-// Why everything on one device is not a plan: an op it cannot run, or memory it lacks.
-std::string single_device_shortfall(const PlanningProblem& problem, int device) {
-  const DeviceSpec& spec = problem.cluster().devices[device];
-  if (!problem.allowed(device)) return spec.id + " is excluded";
-  for (int n = 0; n < problem.node_count(); ++n) {
-    if (problem.runnable(n, device)) continue;
-    const Node& node = problem.graph()->nodes[n];
-    std::string reason = cannot_run_reason(spec, node, *problem.graph());
-    if (reason.empty()) reason = "pinned to another device";
-    return spec.id + " cannot run " + node.label() + ": " + reason;
-  }
-  const double needs = problem.single_device_memory(device);
-  const double has = problem.memory_capacity(device);
-  return spec.id + " is short by " + human_bytes(needs - has) + " (the model needs " +
-         human_bytes(needs) + ", it has " + human_bytes(has) + ")";
-}
-
-// Why no strategy placed the model: the single device closest to holding it, and by how much.
-std::string infeasible_reason(const PlanningProblem& problem) {
-  int closest = -1;
-  double least_short = kInfinity;
-  for (int d = 0; d < problem.device_count(); ++d) {
-    if (problem.single_device_seconds(d) == kInfinity) continue;
-    const double short_bytes = problem.single_device_memory(d) - problem.memory_capacity(d);
-    if (short_bytes < least_short) least_short = short_bytes, closest = d;
-  }
-  if (closest >= 0)
-    return "the model fits no combination of devices; the closest single device: " +
-           single_device_shortfall(problem, closest);
-  double capacity = 0;
-  for (int d = 0; d < problem.device_count(); ++d) {
-    if (problem.allowed(d)) capacity += problem.memory_capacity(d);
-  }
-  return "the model fits no combination of devices: it needs " +
-         human_bytes(problem.single_device_memory(0)) + " of weights and activations, the " +
-         "devices allowed hold " + human_bytes(capacity) + " in all";
-}
-
-StrategyResult run_strategy(const Strategy& strategy, const PlanningProblem& problem) {
-  StrategyResult result;
-  const auto start = std::chrono::steady_clock::now();
-  result.plan = strategy.plan(problem);
-  result.planning_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  result.strategy = result.plan ? result.plan->strategy : strategy.name();
-  if (!result.plan) {
-    constexpr std::string_view kSingle = "single:";
-    const std::string name = strategy.name();
-    const int device = name.starts_with(kSingle)
-                           ? problem.cluster().device_index(name.substr(kSingle.size()))
-                           : -1;
-    result.why_not = device >= 0 ? single_device_shortfall(problem, device)
-                     : name == "data-parallel" && !data_parallel_refusal(problem).empty()
-                         ? data_parallel_refusal(problem)
-                         : "no plan within memory, support and pins";
-  }
-  return result;
 }
 
 // The simulated plan, with every strategy's figure and the bound for the comparison chart.
@@ -137,22 +77,13 @@ int plan_command(const PlanCommandOptions& options) {
   const Graph& graph = model.graph;
   const Cluster cluster = load_cluster(options.cluster);
   const CostModel cost(cluster);
-  const std::unique_ptr<Strategy> chosen = make_strategy(options.strategy, cost.cluster());
+  make_strategy(options.strategy, cost.cluster());  // an unknown one is refused before any work
   const BatchSplit split = batch_split_of(options, input_files, model, options.fuse);
   const PlanningProblem problem(graph, cost.cluster(), cost, plan_options(options, split));
   if (options.microbatches > 1 && !problem.batch_splittable() && !options.json) {
     std::fprintf(stderr, "note: 1 micro-batch, not %d: the batch cannot be split (%s)\n",
                  options.microbatches, problem.batch_refusal().c_str());
   }
-
-  std::vector<std::unique_ptr<Strategy>> strategies = baseline_strategies(cost.cluster());
-  // The chosen strategy last (once, when it is also a baseline), so that the table ends with it.
-  const std::string chosen_name = chosen->name();
-  std::vector<const Strategy*> to_run;
-  for (const auto& strategy : strategies) {
-    if (strategy->name() != chosen_name) to_run.push_back(strategy.get());
-  }
-  to_run.push_back(chosen.get());
 
   const bool interactive = isatty(fileno(stderr));
   const auto started = std::chrono::steady_clock::now();
@@ -170,27 +101,18 @@ int plan_command(const PlanCommandOptions& options) {
   for (const std::string& name : model.unbound_dims) report.provenance.dims[name] = 1;
   for (const auto& [name, shape] : bound.shapes) report.provenance.shapes[name] = shape.dims;
   report.provenance.fused = options.fuse;
-  for (size_t i = 0; i < to_run.size(); ++i) {
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    if (interactive && elapsed > 1) {
-      std::fprintf(stderr, "\rplanning: %-24s (%zu/%zu, %.1f s)", to_run[i]->name().c_str(), i + 1,
-                   to_run.size(), elapsed);
-      progress_shown = true;
-    }
-    report.strategies.push_back(run_strategy(*to_run[i], problem));
-  }
+  report.strategies = compare_strategies(
+      problem, options.strategy, model.path,
+      [&](const std::string& name, size_t index, size_t count) {
+        const double elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        if (!interactive || elapsed <= 1) return;
+        std::fprintf(stderr, "\rplanning: %-24s (%zu/%zu, %.1f s)", name.c_str(), index + 1, count,
+                     elapsed);
+        progress_shown = true;
+      });
   if (progress_shown) std::fprintf(stderr, "\n");
-
   const StrategyResult& result = report.strategies.back();
-  if (!result.plan) {
-    bool any = false;
-    for (const StrategyResult& other : report.strategies) any |= other.plan.has_value();
-    if (!any) throw InputError(model.path, infeasible_reason(problem));
-    throw InputError(
-        "--strategy " + options.strategy,
-        "found no plan (" + result.why_not + "); other strategies did: see --strategy auto");
-  }
   report.plan = *result.plan;
   if (!options.output.empty()) write_plan(options.output, report.plan, problem, report.provenance);
   // The simulator's result is the plan's prediction; the evaluator's figures rank strategies.

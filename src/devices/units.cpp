@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <string_view>
@@ -94,6 +95,21 @@ std::optional<double> parse_quantity(const std::string& text, Quantity quantity,
     return std::nullopt;
   }
   return number * found->second;
+}
+
+std::string human_bytes(double bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int index = 0;
+  while (bytes >= 1024 && index < 4) {
+    bytes /= 1024;
+    ++index;
+  }
+  char text[64];
+  if (index == 0)
+    std::snprintf(text, sizeof text, "%.0f B", bytes);
+  else
+    std::snprintf(text, sizeof text, "%.1f %s", bytes, kUnits[index]);
+  return text;
 }
 
 }  // namespace tandem

@@ -19,4 +19,7 @@ enum class Quantity {
 std::optional<double> parse_quantity(const std::string& text, Quantity quantity,
                                      std::string& error);
 
+// A byte count for people: "1.2 MiB", "340 KiB", "12 B".
+std::string human_bytes(double bytes);
+
 }  // namespace tandem

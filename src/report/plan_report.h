@@ -4,19 +4,12 @@
 #include <string>
 #include <vector>
 
+#include "plan/compare.h"
 #include "plan/plan.h"
 #include "plan/plan_json.h"
 #include "plan/problem.h"
 
 namespace tandem {
-
-// One strategy's result for the side-by-side table.
-struct StrategyResult {
-  std::string strategy;
-  std::optional<Plan> plan;
-  std::string why_not;  // when there is no plan
-  double planning_seconds = 0;
-};
 
 // What `tandem plan` shows: the chosen plan per device and link, its figures against the bound
 // and the best single device, and every strategy side by side.

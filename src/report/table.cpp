@@ -61,16 +61,6 @@ std::string si(double value) {
   return format("%.*f%s", decimals, value, kPrefixes[index]);
 }
 
-std::string human_bytes(double bytes) {
-  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int index = 0;
-  while (bytes >= 1024 && index < 4) {
-    bytes /= 1024;
-    ++index;
-  }
-  return index == 0 ? format("%.0f B", bytes) : format("%.1f %s", bytes, kUnits[index]);
-}
-
 std::string seconds_text(double seconds) {
   if (!std::isfinite(seconds)) return "-";
   if (seconds >= 1) return format("%.3g s", seconds);

@@ -2,6 +2,8 @@
 #include <string>
 #include <vector>
 
+#include "devices/units.h"  // human_bytes
+
 namespace tandem {
 
 // A plain-text table for terminals: a header row, aligned columns (numbers to the right),
@@ -20,8 +22,6 @@ class Table {
 
 // "1.23 G", "456 M", "12.0 k": three significant digits with an SI prefix.
 std::string si(double value);
-// "1.2 MiB", "340 KiB", "12 B".
-std::string human_bytes(double bytes);
 // "1.23 s", "45.6 ms", "789 us": three significant digits; "-" for an infinite time.
 std::string seconds_text(double seconds);
 // printf-style formatting into a std::string of any length.
