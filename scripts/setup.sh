@@ -19,14 +19,19 @@ APT_PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3-venv python3-numpy python3-torch python3-torchvision
+  python3-venv python3-dev python3-numpy python3-torch python3-torchvision
   libopenblas0-pthread  # Debian's torch uses the system BLAS: the reference one is ~20x slower
   chromium  # headless: the HTML report's browser test
   # scripts/sanitizers.sh: clang with libFuzzer and the sanitizer runtimes, LLVM's OpenMP runtime
   # (TSan understands it, with its Archer tool), llvm-symbolizer for the reports' stacks
   clang-14 libclang-rt-14-dev libomp-14-dev llvm-14
 )
-PIP_REQUIREMENTS=("numpy<2" "onnx==1.17.0" "onnxruntime==1.20.1" "xla-cpu-pjrt==0.0.1")
+# The Python package (docs/PYTHON.md): nanobind and scikit-build-core build it, pytest tests it;
+# its Keras and TensorFlow converters go through tf2onnx. These releases work together (tf2onnx
+# 1.16.1 needs protobuf 3.20, which tensorflow-cpu 2.15 and onnx 1.17 both accept).
+PIP_REQUIREMENTS=("numpy<2" "onnx==1.17.0" "onnxruntime==1.20.1" "xla-cpu-pjrt==0.0.1"
+  "nanobind==3.1.0" "scikit-build-core==1.1.2" "pytest==9.2.0"
+  "tensorflow-cpu==2.15.1" "tf2onnx==1.16.1" "protobuf==3.20.3")
 
 # ---- 1. apt -----------------------------------------------------------------
 missing=()
@@ -56,7 +61,7 @@ fi
 if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$REQ_STRING" ]]; then
   log "pip installing $REQ_STRING"
   "$PY" -m pip install -q --disable-pip-version-check "${PIP_REQUIREMENTS[@]}"
-  "$PY" -c "import numpy, onnx, onnxruntime, torch, torchvision" \
+  "$PY" -c "import numpy, onnx, onnxruntime, torch, torchvision, nanobind, pytest, tf2onnx" \
     || { echo "setup: ERROR: venv imports failed" >&2; exit 1; }
   printf '%s' "$REQ_STRING" > "$STAMP"
 else

@@ -24,11 +24,24 @@ ctest --output-on-failure -j "$(nproc)" --timeout 900 2>&1 | tee ctest.log || rc
 {
   grep -E "tests passed|tests failed|^Total Test time" ctest.log | sed "s/^/release: /" || true
   grep -oh "bad-input suite:.*" Testing/Temporary/LastTest.log 2>/dev/null | sort -u | sed "s/^/release: /" || true
+  # pytest's result line of each Python suite (ctest shows a passing test's output only here).
+  grep -E "^=+ .*(passed|failed|error).* in [0-9.]+s" Testing/Temporary/LastTest.log 2>/dev/null | sed "s/^/release: pytest: /" || true
   echo "release: ctest took $((SECONDS - start)) s (exit $rc)"
 } >> "$TANDEM_CI_SUMMARY"
 if ((rc)); then
   cat "$TANDEM_CI_SUMMARY"
   exit "$rc"
+fi
+# The Python package as a user installs it: `pip install .`, here reusing build/ (nothing is
+# recompiled), into a scratch folder that is then imported alone.
+if [[ -f "$REPO/build/python/tandem/__init__.py" ]]; then
+  start=$SECONDS
+  target="$(mktemp -d)"
+  "$REPO/.venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation \
+    --no-deps -C build-dir="$REPO/build" --target "$target" "$REPO"
+  (cd "$target" && PYTHONPATH="$target" "$REPO/.venv/bin/python" "$REPO/tests/python/installed_check.py" "$REPO")
+  rm -rf "$target"
+  echo "release: pip install . and its import checked in $((SECONDS - start)) s" >> "$TANDEM_CI_SUMMARY"
 fi
 rc=0
 bash "$REPO/scripts/sanitizers.sh" || rc=$?

@@ -21,9 +21,7 @@ namespace tandem::cli {
 namespace {
 
 Objective parse_objective(const std::string& text) {
-  for (Objective objective : {Objective::kLatency, Objective::kThroughput, Objective::kCost}) {
-    if (objective_name(objective) == text) return objective;
-  }
+  if (const std::optional<Objective> objective = objective_named(text)) return *objective;
   throw InputError("--objective " + text, "expected latency, throughput or cost");
 }
 

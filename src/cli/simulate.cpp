@@ -12,37 +12,7 @@
 #include "sim/summary.h"
 
 namespace tandem::cli {
-namespace {
 
-// The planning problem the plan was made for: its objective and micro-batches from the file,
-// the batch as `tandem plan` finds it.
-PlanOptions options_of(const nlohmann::json& plan, const BatchSplit& split,
-                       const std::string& file) {
-  // Fields of the wrong type are named here; plan_from_json checks the rest.
-  for (const char* key : {"objective", "batch", "microbatches"}) {
-    if (!plan.is_object() || !plan.contains(key)) continue;
-    const bool text = std::string_view(key) == "objective";
-    if (text ? !plan[key].is_string() : !plan[key].is_number_integer())
-      throw InputError(
-          file, std::string("field '") + key + "': expected " + (text ? "a string" : "an integer"));
-  }
-  PlanOptions options;
-  const std::string objective = plan.value("objective", "latency");
-  for (Objective candidate : {Objective::kLatency, Objective::kThroughput, Objective::kCost}) {
-    if (objective_name(candidate) == objective) options.objective = candidate;
-  }
-  options.batch = split.batch;
-  options.batch_unsplittable = split.refusal;
-  const int64_t planned = plan.value("batch", options.batch);
-  if (planned != options.batch)
-    throw InputError(file, "the plan is for batch " + std::to_string(planned) +
-                               ", the model as bound has batch " + std::to_string(options.batch) +
-                               " (bind it with --dim as for `tandem plan`)");
-  options.microbatches = plan.value("microbatches", 1);
-  return options;
-}
-
-}  // namespace
 
 int simulate_command(const SimulateOptions& options) {
   const nlohmann::json document = read_plan_document(options.plan);
@@ -79,7 +49,7 @@ int simulate_command(const SimulateOptions& options) {
   const CostModel cost(cluster);
   const BatchSplit split = batch_split_of(model_options, {}, model, fuse);
   const PlanningProblem problem(model.graph, cost.cluster(), cost,
-                                options_of(document, split, options.plan));
+                                plan_options_of(document, split, options.plan));
   const Plan plan = plan_from_json(document, problem, options.plan);
 
   SimulationOptions simulation;

@@ -52,6 +52,9 @@ class Tensor {
   bool on_host() const { return memory_ == nullptr; }
 
   void* raw() const { return data_; }
+  // Whether this tensor owns its storage and no other tensor shares it (no view, no copy, no
+  // constant of a model): then it may be handed to a caller to keep and write, without a copy.
+  bool owns_storage_alone() const { return owner_ && owner_.use_count() == 1; }
   template <typename T>
   T* data() const {
     return static_cast<T*>(data_);

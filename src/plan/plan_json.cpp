@@ -365,11 +365,9 @@ Plan plan_from_json(const nlohmann::json& json, const PlanningProblem& problem,
   if (plan.chosen == plan.strategy) plan.chosen.clear();
   plan.reason = read.text(read.at(json, "reason", "reason"), "reason");
   const std::string objective = read.text(read.at(json, "objective", "objective"), "objective");
-  bool known = false;
-  for (Objective candidate : {Objective::kLatency, Objective::kThroughput, Objective::kCost}) {
-    if (objective_name(candidate) == objective) plan.objective = candidate, known = true;
-  }
-  if (!known) read.fail("objective", "expected latency, throughput or cost");
+  const std::optional<Objective> named = objective_named(objective);
+  if (!named) read.fail("objective", "expected latency, throughput or cost");
+  plan.objective = *named;
   plan.microbatches =
       read.integer(read.at(json, "microbatches", "microbatches"), "microbatches", 1, 1 << 30);
   // The shapes it was made for: a plan's segments, shares and predictions hold for those only.
@@ -549,6 +547,29 @@ nlohmann::json read_plan_document(const std::string& path) {
 
 Plan read_plan(const std::string& path, const PlanningProblem& problem) {
   return plan_from_json(read_plan_document(path), problem, path);
+}
+
+PlanOptions plan_options_of(const nlohmann::json& plan, const BatchSplit& split,
+                       const std::string& file) {
+  // Fields of the wrong type are named here; plan_from_json checks the rest.
+  for (const char* key : {"objective", "batch", "microbatches"}) {
+    if (!plan.is_object() || !plan.contains(key)) continue;
+    const bool text = std::string_view(key) == "objective";
+    if (text ? !plan[key].is_string() : !plan[key].is_number_integer())
+      throw InputError(
+          file, std::string("field '") + key + "': expected " + (text ? "a string" : "an integer"));
+  }
+  PlanOptions options;
+  options.objective = objective_named(plan.value("objective", "latency")).value_or(Objective::kLatency);
+  options.batch = split.batch;
+  options.batch_unsplittable = split.refusal;
+  const int64_t planned = plan.value("batch", options.batch);
+  if (planned != options.batch)
+    throw InputError(file, "the plan is for batch " + std::to_string(planned) +
+                               ", the model as bound has batch " + std::to_string(options.batch) +
+                               " (bind it as the plan was made: --dim, or load(dims=...) in Python)");
+  options.microbatches = plan.value("microbatches", 1);
+  return options;
 }
 
 }  // namespace tandem

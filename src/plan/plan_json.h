@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/batch_split.h"
 #include "ir/shape.h"
 #include "plan/plan.h"
 #include "plan/problem.h"
@@ -57,6 +58,11 @@ void check_provenance(const PlanProvenance& provenance, const std::string& file)
 Plan plan_from_json(const nlohmann::json& json, const PlanningProblem& problem,
                     const std::string& file);
 Plan read_plan(const std::string& path, const PlanningProblem& problem);
+// The planning options a plan file was made with: its objective and micro-batches, the batch as
+// `split` finds it (InputError naming the file when the plan's batch differs, or a field has
+// the wrong type).
+PlanOptions plan_options_of(const nlohmann::json& plan, const BatchSplit& split,
+                            const std::string& file);
 // A plan file's JSON document; InputError naming the file when it is missing or not JSON.
 nlohmann::json read_plan_document(const std::string& path);
 

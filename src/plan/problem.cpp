@@ -54,6 +54,13 @@ std::string_view objective_name(Objective objective) {
   return "latency";
 }
 
+std::optional<Objective> objective_named(std::string_view name) {
+  for (Objective objective : {Objective::kLatency, Objective::kThroughput, Objective::kCost}) {
+    if (objective_name(objective) == name) return objective;
+  }
+  return std::nullopt;
+}
+
 PlanningProblem::PlanningProblem(const Graph& graph, const Cluster& cluster, const CostModel& cost,
                                  PlanOptions options)
     : graph_(&graph), cost_(cost), options_(std::move(options)) {

@@ -1,6 +1,8 @@
 #pragma once
 #include <limits>
+#include <optional>
 #include <span>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,8 @@ namespace tandem {
 
 enum class Objective { kLatency, kThroughput, kCost };
 std::string_view objective_name(Objective objective);  // "latency", "throughput", "cost"
+// The objective of that name; nullopt for any other.
+std::optional<Objective> objective_named(std::string_view name);
 
 // A user's pin: nodes whose name (or op type, for patterns like 'Gather*') matches `pattern`
 // (glob: * and ?) must run on `device`.

@@ -1,0 +1,106 @@
+"""Per-call cost of Tandem from Python, beside `tandem run`'s own time and ONNX Runtime's
+`InferenceSession.run`, on the same model, inputs and threads, in one run.
+
+Per model: the median ms of `Model.run` (the CPU executor), `Plan.run` (the multi-device
+executor, on this machine's CPU as the one device of Cluster.local()), `tandem run`'s
+per-iteration time measured inside the process (no Python), and ONNX Runtime's session call;
+then Python's overhead over the command (`Model.run` - `tandem run`, in microseconds). The
+sides alternate in rounds so that machine noise hits all of them.
+
+Usage: .venv/bin/python bench/python_overhead.py [--models mlp,resnet] [--threads 2]
+                                                 [--iterations 200] [--rounds 3] [--json FILE]
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnxruntime as ort
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "build", "python"))
+import tandem  # noqa: E402
+
+
+def median_ms(call, iterations):
+    call()
+    times = []
+    for _ in range(iterations):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return 1e3 * statistics.median(times)
+
+
+def command_ms(binary, zoo, entry, threads, iterations):
+    args = [binary, "run", os.path.join(zoo, entry["path"]), "--json", "--threads", str(threads),
+            "--warmup", "3", "--iterations", str(iterations)]
+    for spec in entry["inputs"]:
+        args += ["--input", f"{spec['name']}={os.path.join(zoo, spec['file'])}"]
+    report = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
+    return 1e3 * report["latency"]["median_s"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--zoo", default=os.path.join(REPO, "zoo"))
+    parser.add_argument("--tandem", default=os.path.join(REPO, "build", "src", "tandem"))
+    parser.add_argument("--models", default="mlp,bert,resnet")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--iterations", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    manifest = {e["name"]: e for e in json.load(open(os.path.join(args.zoo, "manifest.json")))}
+    tandem.set_threads(args.threads)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = args.threads
+    options.inter_op_num_threads = 1
+    rows = []
+    for name in args.models.split(","):
+        entry = manifest[name]
+        path = os.path.join(args.zoo, entry["path"])
+        inputs = {s["name"]: np.load(os.path.join(args.zoo, s["file"])) for s in entry["inputs"]}
+        model = tandem.load(path, shapes={k: v.shape for k, v in inputs.items()})
+        plan = model.plan(tandem.Cluster.local(), strategy="single:cpu0")
+        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        sides = {
+            "model_run": lambda: model.run(inputs),
+            "plan_run": lambda: plan.run(inputs),
+            "command": None,
+            "ort": lambda: session.run(None, inputs),
+        }
+        figures = {side: [] for side in sides}
+        for _ in range(args.rounds):
+            for side, call in sides.items():
+                figures[side].append(
+                    command_ms(args.tandem, args.zoo, entry, args.threads, args.iterations)
+                    if call is None else median_ms(call, args.iterations))
+        row = {"model": name, **{side: statistics.median(v) for side, v in figures.items()}}
+        row["python_overhead_us"] = 1e3 * (row["model_run"] - row["command"])
+        rows.append(row)
+    machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cpus"
+    try:
+        machine = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                       if line.startswith("model name")) + f", {os.cpu_count()} cpus"
+    except (OSError, StopIteration):
+        pass
+    print(f"machine: {machine}; {args.threads} threads; medians of {args.rounds} rounds x "
+          f"{args.iterations} calls")
+    print(f"{'model':10} {'Model.run':>10} {'Plan.run':>10} {'tandem run':>11} {'ORT':>9} "
+          f"{'py overhead':>12}")
+    for r in rows:
+        print(f"{r['model']:10} {r['model_run']:9.3f}ms {r['plan_run']:9.3f}ms "
+              f"{r['command']:10.3f}ms {r['ort']:8.3f}ms {r['python_overhead_us']:10.1f}us")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"machine": machine, "threads": args.threads, "rows": rows}, out, indent=2)
+
+
+if __name__ == "__main__":
+    main()
