@@ -13,7 +13,6 @@
 
 namespace tandem::cli {
 
-
 int simulate_command(const SimulateOptions& options) {
   const nlohmann::json document = read_plan_document(options.plan);
   const PlanProvenance provenance = plan_provenance(document, options.plan);

@@ -25,7 +25,8 @@ struct StrategyResult {
 StrategyResult run_strategy(const Strategy& strategy, const PlanningProblem& problem);
 
 // Called before each strategy runs: its name, its place (from 0) and how many there are.
-using PlanningProgress = std::function<void(const std::string& strategy, size_t index, size_t count)>;
+using PlanningProgress =
+    std::function<void(const std::string& strategy, size_t index, size_t count)>;
 
 // Every baseline strategy of the cluster, then `strategy` (once, last, even when it is also a
 // baseline), so that the last result is the one asked for. Throws InputError when the last found

@@ -550,7 +550,7 @@ Plan read_plan(const std::string& path, const PlanningProblem& problem) {
 }
 
 PlanOptions plan_options_of(const nlohmann::json& plan, const BatchSplit& split,
-                       const std::string& file) {
+                            const std::string& file) {
   // Fields of the wrong type are named here; plan_from_json checks the rest.
   for (const char* key : {"objective", "batch", "microbatches"}) {
     if (!plan.is_object() || !plan.contains(key)) continue;
@@ -560,14 +560,16 @@ PlanOptions plan_options_of(const nlohmann::json& plan, const BatchSplit& split,
           file, std::string("field '") + key + "': expected " + (text ? "a string" : "an integer"));
   }
   PlanOptions options;
-  options.objective = objective_named(plan.value("objective", "latency")).value_or(Objective::kLatency);
+  options.objective =
+      objective_named(plan.value("objective", "latency")).value_or(Objective::kLatency);
   options.batch = split.batch;
   options.batch_unsplittable = split.refusal;
   const int64_t planned = plan.value("batch", options.batch);
   if (planned != options.batch)
-    throw InputError(file, "the plan is for batch " + std::to_string(planned) +
-                               ", the model as bound has batch " + std::to_string(options.batch) +
-                               " (bind it as the plan was made: --dim, or load(dims=...) in Python)");
+    throw InputError(file,
+                     "the plan is for batch " + std::to_string(planned) +
+                         ", the model as bound has batch " + std::to_string(options.batch) +
+                         " (bind it as the plan was made: --dim, or load(dims=...) in Python)");
   options.microbatches = plan.value("microbatches", 1);
   return options;
 }

@@ -2,8 +2,8 @@
 #include <limits>
 #include <optional>
 #include <span>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cost/cost_model.h"

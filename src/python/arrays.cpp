@@ -46,8 +46,8 @@ nb::dlpack::dtype dlpack_dtype(DType dtype, const std::string& what) {
   for (const DTypePair& pair : dtype_pairs()) {
     if (pair.dtype == dtype) return pair.code;
   }
-  throw InputError(what, "its element type " + std::string(dtype_name(dtype)) +
-                             " has no numpy dtype");
+  throw InputError(what,
+                   "its element type " + std::string(dtype_name(dtype)) + " has no numpy dtype");
 }
 
 std::string input_names(const Graph& graph) {
@@ -69,13 +69,11 @@ std::vector<InputArray> input_arrays(const Graph& graph, const nb::dict& inputs)
   std::set<std::string> names;
   for (int id : graph.inputs) names.insert(graph.values[id].name);
   for (auto [key, value] : inputs) {
-    if (!nb::isinstance<nb::str>(key))
-      throw InputError("inputs", "keys must be input names (str)");
+    if (!nb::isinstance<nb::str>(key)) throw InputError("inputs", "keys must be input names (str)");
     const std::string name = nb::cast<std::string>(key);
     if (!names.count(name))
-      throw InputError("inputs['" + name + "']",
-                       "the model has no input '" + name + "' (its inputs: " + input_names(graph) +
-                           ")");
+      throw InputError("inputs['" + name + "']", "the model has no input '" + name +
+                                                     "' (its inputs: " + input_names(graph) + ")");
   }
   const nb::module_ numpy = nb::module_::import_("numpy");
   const nb::object contiguous = numpy.attr("ascontiguousarray");
@@ -120,9 +118,9 @@ std::vector<Tensor> input_tensors(const Graph& graph, const std::vector<InputArr
     const std::string where = "inputs['" + value.name + "']";
     const DType dtype = *tandem_dtype(arrays[i].dtype());
     if (dtype != value.type.dtype)
-      throw InputError(where, "dtype " + std::string(dtype_name(dtype)) + " does not match input '" +
-                                  value.name + "' (" + std::string(dtype_name(value.type.dtype)) +
-                                  ")");
+      throw InputError(where, "dtype " + std::string(dtype_name(dtype)) +
+                                  " does not match input '" + value.name + "' (" +
+                                  std::string(dtype_name(value.type.dtype)) + ")");
     const Shape shape = shape_of(arrays[i]);
     if (shape != value.type.shape)
       throw InputError(where, "shape " + shape_str(shape) + " does not match input '" + value.name +

@@ -64,7 +64,8 @@ struct LoadedModel {
   ImportOptions import_options() const {
     ImportOptions options;
     options.dims = dims;
-    for (const auto& [name, shape] : shapes) options.shapes[name] = GivenShape(shape, shapes_from + "['" + name + "']");
+    for (const auto& [name, shape] : shapes)
+      options.shapes[name] = GivenShape(shape, shapes_from + "['" + name + "']");
     return options;
   }
 };
@@ -212,10 +213,11 @@ struct DeviceInfo {
 std::vector<DeviceInfo> device_infos(const Cluster& cluster) {
   std::vector<DeviceInfo> infos;
   for (const DeviceSpec& device : cluster.devices) {
-    infos.push_back({device.id, std::string(device_kind_name(device.kind)),
-                     std::string(backend_name(device.backend)), device.host, device.preset,
-                     device.figures.memory_bytes.value,
-                     device.backend != BackendKind::kNone && backend_of(device.backend).missing().empty()});
+    infos.push_back(
+        {device.id, std::string(device_kind_name(device.kind)),
+         std::string(backend_name(device.backend)), device.host, device.preset,
+         device.figures.memory_bytes.value,
+         device.backend != BackendKind::kNone && backend_of(device.backend).missing().empty()});
   }
   return infos;
 }
@@ -255,8 +257,9 @@ struct PlanState {
 
   PlanProvenance provenance() const {
     if (cluster->file.empty())
-      throw InputError("Plan.save", "the plan's cluster is Cluster.local(), which has no file: plan "
-                                    "on Cluster.from_file(...) to save a plan that can be run again");
+      throw InputError("Plan.save",
+                       "the plan's cluster is Cluster.local(), which has no file: plan "
+                       "on Cluster.from_file(...) to save a plan that can be run again");
     PlanProvenance made_from;
     made_from.model = plan_source(model->path);
     made_from.cluster = plan_source(cluster->file);
@@ -305,7 +308,8 @@ PlanHandle make_plan(const Model& model, const ClusterHandle& cluster, const std
   options.objective = objective_of(objective);
   options.microbatches = microbatches;
   if (max_latency) {
-    if (!(*max_latency > 0)) throw InputError("max_latency", "must be a positive number of seconds");
+    if (!(*max_latency > 0))
+      throw InputError("max_latency", "must be a positive number of seconds");
     options.max_latency_seconds = *max_latency;
   }
   for (const auto& [pattern, device] : pins) options.pins.push_back({pattern, device});
@@ -373,8 +377,10 @@ std::vector<DeviceFigure> device_figures(const PlanState& state) {
   std::vector<DeviceFigure> figures;
   for (size_t d = 0; d < state.cluster->devices.size(); ++d) {
     DeviceFigure figure{state.cluster->devices[d].id};
-    if (d < plan.predicted.busy_seconds.size()) figure.busy_seconds = plan.predicted.busy_seconds[d];
-    if (d < plan.predicted.memory_bytes.size()) figure.memory_bytes = plan.predicted.memory_bytes[d];
+    if (d < plan.predicted.busy_seconds.size())
+      figure.busy_seconds = plan.predicted.busy_seconds[d];
+    if (d < plan.predicted.memory_bytes.size())
+      figure.memory_bytes = plan.predicted.memory_bytes[d];
     for (int device : plan.device_of_node) figure.nodes += device == static_cast<int>(d);
     if (d < plan.batch_share.size()) figure.batch_share = plan.batch_share[d];
     figures.push_back(figure);
@@ -405,11 +411,11 @@ SimulationHandle simulate_plan(const PlanHandle& handle, int replicas,
     write_chrome_trace(trace->string(), simulation.result.timeline);
   }
   if (report) {
-    write_html_report(report->string(), simulation_html(simulation.result, state.plan, *state.problem,
-                                               state.model->path + " on " +
-                                                   (state.cluster->file.empty()
-                                                        ? std::string("this machine")
-                                                        : state.cluster->file)));
+    write_html_report(report->string(),
+                      simulation_html(simulation.result, state.plan, *state.problem,
+                                      state.model->path + " on " +
+                                          (state.cluster->file.empty() ? std::string("this machine")
+                                                                       : state.cluster->file)));
   }
   return simulation;
 }
@@ -468,81 +474,109 @@ NB_MODULE(_tandem, m) {
   nb::class_<TensorInfo>(m, "TensorInfo", "A model input or output: name, dtype and shape.")
       .def_ro("name", &TensorInfo::name)
       .def_ro("dtype", &TensorInfo::dtype, "The numpy dtype.")
-      .def_ro("shape", &TensorInfo::shape,
-              "As the file declares it: an int per fixed axis, the dimension's name per symbolic one.")
-      .def_ro("bound_shape", &TensorInfo::bound_shape, "As bound for this model (symbols given or 1).")
+      .def_ro(
+          "shape", &TensorInfo::shape,
+          "As the file declares it: an int per fixed axis, the dimension's name per symbolic one.")
+      .def_ro("bound_shape", &TensorInfo::bound_shape,
+              "As bound for this model (symbols given or 1).")
       .def("__repr__", [](const TensorInfo& info) {
         return nb::str("TensorInfo(name={!r}, dtype={}, shape={!r})")
             .format(info.name, info.dtype, info.shape);
       });
 
   nb::class_<Model>(m, "Model", "An ONNX model imported by Tandem (tandem.load).")
-      .def_prop_ro("path", [](const Model& model) { return model.loaded().path; },
-                   "The ONNX file (for a model loaded from bytes, its copy in Tandem's cache).")
+      .def_prop_ro(
+          "path", [](const Model& model) { return model.loaded().path; },
+          "The ONNX file (for a model loaded from bytes, its copy in Tandem's cache).")
       .def_prop_ro("producer", [](const Model& model) { return model.loaded().imported.producer; })
-      .def_prop_ro("inputs", [](const Model& model) {
-        return tensor_infos(model.loaded(), model.loaded().graph().inputs,
-                            model.loaded().imported.input_dim_names);
-      })
-      .def_prop_ro("outputs", [](const Model& model) {
-        return tensor_infos(model.loaded(), model.loaded().graph().outputs,
-                            model.loaded().imported.output_dim_names);
-      })
-      .def_prop_ro("dims", [](const Model& model) { return model.loaded().imported.bound_dims; },
-                   "Every symbolic dimension of the inputs, as bound (1 where none was given).")
-      .def_prop_ro("given_dims", [](const Model& model) { return model.loaded().dims; },
-                   "The dims passed to load.")
-      .def_prop_ro("given_shapes", [](const Model& model) { return model.loaded().shapes; },
-                   "The shapes passed to load.")
-      .def_prop_ro("fused", [](const Model& model) { return model.loaded().fused; },
-                   "Whether BatchNormalization and activations were fused for inference.")
+      .def_prop_ro("inputs",
+                   [](const Model& model) {
+                     return tensor_infos(model.loaded(), model.loaded().graph().inputs,
+                                         model.loaded().imported.input_dim_names);
+                   })
+      .def_prop_ro("outputs",
+                   [](const Model& model) {
+                     return tensor_infos(model.loaded(), model.loaded().graph().outputs,
+                                         model.loaded().imported.output_dim_names);
+                   })
+      .def_prop_ro(
+          "dims", [](const Model& model) { return model.loaded().imported.bound_dims; },
+          "Every symbolic dimension of the inputs, as bound (1 where none was given).")
+      .def_prop_ro(
+          "given_dims", [](const Model& model) { return model.loaded().dims; },
+          "The dims passed to load.")
+      .def_prop_ro(
+          "given_shapes", [](const Model& model) { return model.loaded().shapes; },
+          "The shapes passed to load.")
+      .def_prop_ro(
+          "fused", [](const Model& model) { return model.loaded().fused; },
+          "Whether BatchNormalization and activations were fused for inference.")
       .def_prop_ro("nodes", [](const Model& model) { return model.loaded().graph().nodes.size(); })
-      .def_prop_ro("flops", [](const Model& model) {
-        double flops = 0;
-        for (const Node& node : model.loaded().graph().nodes) flops += node.cost.flops;
-        return flops;
-      }, "Floating-point operations of one run at the bound shapes.")
-      .def_prop_ro("op_counts", [](const Model& model) {
-        std::map<std::string, int> counts;
-        for (const Node& node : model.loaded().graph().nodes) ++counts[node.op_type];
-        return counts;
-      }, "Nodes per op type.")
-      .def("summary", [](const Model& model) {
-        const LoadedModel& loaded = model.loaded();
-        return render_summary(summarize(loaded.graph(), loaded.path, loaded.imported.producer));
-      }, "The op summary `tandem inspect` prints.")
-      .def("to_json", [](const Model& model) {
-        const LoadedModel& loaded = model.loaded();
-        return json_object(summary_json(summarize(loaded.graph(), loaded.path, loaded.imported.producer)));
-      }, "The op summary as `tandem inspect --json` gives it.")
+      .def_prop_ro(
+          "flops",
+          [](const Model& model) {
+            double flops = 0;
+            for (const Node& node : model.loaded().graph().nodes) flops += node.cost.flops;
+            return flops;
+          },
+          "Floating-point operations of one run at the bound shapes.")
+      .def_prop_ro(
+          "op_counts",
+          [](const Model& model) {
+            std::map<std::string, int> counts;
+            for (const Node& node : model.loaded().graph().nodes) ++counts[node.op_type];
+            return counts;
+          },
+          "Nodes per op type.")
+      .def(
+          "summary",
+          [](const Model& model) {
+            const LoadedModel& loaded = model.loaded();
+            return render_summary(summarize(loaded.graph(), loaded.path, loaded.imported.producer));
+          },
+          "The op summary `tandem inspect` prints.")
+      .def(
+          "to_json",
+          [](const Model& model) {
+            const LoadedModel& loaded = model.loaded();
+            return json_object(
+                summary_json(summarize(loaded.graph(), loaded.path, loaded.imported.producer)));
+          },
+          "The op summary as `tandem inspect --json` gives it.")
       .def("run", &Model::run, "inputs"_a,
            "Runs the model on this machine's CPU. `inputs` maps input names to arrays; their "
            "shapes bind the model's symbolic dims (each new set of shapes is imported and "
            "compiled once, then reused). Returns the outputs by name as numpy arrays.")
       .def_prop_ro("compiled_shapes", &Model::compiled_shapes,
                    "How many sets of input shapes `run` has compiled the model for.")
-      .def("plan", [](const Model& model, const ClusterHandle& cluster, const std::string& strategy,
-                      const std::string& objective, int microbatches,
-                      std::optional<double> max_latency, const std::map<std::string, std::string>& pins,
-                      const std::vector<std::string>& exclude) {
-        return make_plan(model, cluster, strategy, objective, microbatches, max_latency, pins, exclude);
-      },
-           "cluster"_a, "strategy"_a = "auto", "objective"_a = "latency", "microbatches"_a = 1,
-           "max_latency"_a = nb::none(), "pins"_a = std::map<std::string, std::string>{},
-           "exclude"_a = std::vector<std::string>{},
-           "Plans the model on the cluster as `tandem plan` does: every baseline strategy and "
-           "`strategy` side by side. `pins` maps node-name patterns to device ids, `exclude` "
-           "lists devices no op may use, `max_latency` (seconds) bounds a cost plan.")
+      .def(
+          "plan",
+          [](const Model& model, const ClusterHandle& cluster, const std::string& strategy,
+             const std::string& objective, int microbatches, std::optional<double> max_latency,
+             const std::map<std::string, std::string>& pins,
+             const std::vector<std::string>& exclude) {
+            return make_plan(model, cluster, strategy, objective, microbatches, max_latency, pins,
+                             exclude);
+          },
+          "cluster"_a, "strategy"_a = "auto", "objective"_a = "latency", "microbatches"_a = 1,
+          "max_latency"_a = nb::none(), "pins"_a = std::map<std::string, std::string>{},
+          "exclude"_a = std::vector<std::string>{},
+          "Plans the model on the cluster as `tandem plan` does: every baseline strategy and "
+          "`strategy` side by side. `pins` maps node-name patterns to device ids, `exclude` "
+          "lists devices no op may use, `max_latency` (seconds) bounds a cost plan.")
       .def("__repr__", [](const Model& model) {
         return "<tandem.Model " + model.loaded().path + ": " +
                std::to_string(model.loaded().graph().nodes.size()) + " nodes>";
       });
-  m.def("_load", [](const std::string& path, const std::map<std::string, int64_t>& dims,
-                    const std::map<std::string, std::vector<int64_t>>& shapes, bool fuse) {
-    nb::gil_scoped_release release;
-    std::map<std::string, Shape> given(shapes.begin(), shapes.end());
-    return Model(import_model(path, dims, given, fuse));
-  }, "path"_a, "dims"_a, "shapes"_a, "fuse"_a);
+  m.def(
+      "_load",
+      [](const std::string& path, const std::map<std::string, int64_t>& dims,
+         const std::map<std::string, std::vector<int64_t>>& shapes, bool fuse) {
+        nb::gil_scoped_release release;
+        std::map<std::string, Shape> given(shapes.begin(), shapes.end());
+        return Model(import_model(path, dims, given, fuse));
+      },
+      "path"_a, "dims"_a, "shapes"_a, "fuse"_a);
 
   nb::class_<DeviceInfo>(m, "DeviceInfo", "A device of a cluster.")
       .def_ro("id", &DeviceInfo::id)
@@ -551,30 +585,44 @@ NB_MODULE(_tandem, m) {
       .def_ro("host", &DeviceInfo::host)
       .def_ro("preset", &DeviceInfo::preset)
       .def_ro("memory_bytes", &DeviceInfo::memory_bytes)
-      .def_ro("backend_built", &DeviceInfo::backend_built, "Whether this build has the device's backend.")
+      .def_ro("backend_built", &DeviceInfo::backend_built,
+              "Whether this build has the device's backend.")
       .def("__repr__", [](const DeviceInfo& device) {
-        return "<tandem.DeviceInfo " + device.id + " (" + device.kind + ", " + device.backend + ")>";
+        return "<tandem.DeviceInfo " + device.id + " (" + device.kind + ", " + device.backend +
+               ")>";
       });
 
   nb::class_<ClusterHandle>(m, "Cluster", "Devices, hosts and links (docs/CLUSTERS.md).")
-      .def_static("from_file", [](const std::filesystem::path& path) {
-        nb::gil_scoped_release release;
-        return ClusterHandle{std::make_shared<const Cluster>(load_cluster(path.string()))};
-      }, "path"_a, "Reads and checks a cluster file.")
-      .def_static("local", [](const std::string& profile) {
-        return ClusterHandle{std::make_shared<const Cluster>(local_cluster(profile))};
-      }, "profile"_a = "", "This machine's CPU as one device, cpu0 (figures from a calibration "
-                           "profile when one is given).")
-      .def_prop_ro("file", [](const ClusterHandle& cluster) -> std::optional<std::string> {
-        if (cluster.cluster->file.empty()) return std::nullopt;
-        return cluster.cluster->file;
-      })
-      .def_prop_ro("devices", [](const ClusterHandle& cluster) { return device_infos(*cluster.cluster); })
-      .def("to_json", [](const ClusterHandle& cluster) { return json_object(cluster_json(*cluster.cluster)); },
-           "The cluster as `tandem devices --json` gives it.")
+      .def_static(
+          "from_file",
+          [](const std::filesystem::path& path) {
+            nb::gil_scoped_release release;
+            return ClusterHandle{std::make_shared<const Cluster>(load_cluster(path.string()))};
+          },
+          "path"_a, "Reads and checks a cluster file.")
+      .def_static(
+          "local",
+          [](const std::string& profile) {
+            return ClusterHandle{std::make_shared<const Cluster>(local_cluster(profile))};
+          },
+          "profile"_a = "",
+          "This machine's CPU as one device, cpu0 (figures from a calibration "
+          "profile when one is given).")
+      .def_prop_ro("file",
+                   [](const ClusterHandle& cluster) -> std::optional<std::string> {
+                     if (cluster.cluster->file.empty()) return std::nullopt;
+                     return cluster.cluster->file;
+                   })
+      .def_prop_ro("devices",
+                   [](const ClusterHandle& cluster) { return device_infos(*cluster.cluster); })
+      .def(
+          "to_json",
+          [](const ClusterHandle& cluster) { return json_object(cluster_json(*cluster.cluster)); },
+          "The cluster as `tandem devices --json` gives it.")
       .def("__repr__", [](const ClusterHandle& cluster) {
-        return "<tandem.Cluster " + (cluster.cluster->file.empty() ? "local" : cluster.cluster->file) +
-               ": " + std::to_string(cluster.cluster->devices.size()) + " devices>";
+        return "<tandem.Cluster " +
+               (cluster.cluster->file.empty() ? "local" : cluster.cluster->file) + ": " +
+               std::to_string(cluster.cluster->devices.size()) + " devices>";
       });
 
   nb::class_<DeviceFigure>(m, "DeviceFigure", "A device's predicted share of a plan.")
@@ -582,7 +630,8 @@ NB_MODULE(_tandem, m) {
       .def_ro("busy_seconds", &DeviceFigure::busy_seconds, "Predicted compute per batch.")
       .def_ro("memory_bytes", &DeviceFigure::memory_bytes, "Weights and peak live activations.")
       .def_ro("nodes", &DeviceFigure::nodes, "Nodes placed on it.")
-      .def_ro("batch_share", &DeviceFigure::batch_share, "Data-parallel plans: its share of the batch.")
+      .def_ro("batch_share", &DeviceFigure::batch_share,
+              "Data-parallel plans: its share of the batch.")
       .def("__repr__", [](const DeviceFigure& figure) {
         return nb::str("DeviceFigure(id={!r}, busy_seconds={:.3g}, nodes={})")
             .format(figure.id, figure.busy_seconds, figure.nodes);
@@ -606,78 +655,110 @@ NB_MODULE(_tandem, m) {
       .def_static("load", &load_plan, "path"_a,
                   "Reads a plan file (`tandem plan -o`, Plan.save), with the model and cluster it "
                   "names; refused when either changed since.")
-      .def("save", [](const PlanHandle& plan, const std::filesystem::path& path) {
-        const PlanState& state = *plan.state;
-        write_plan(path.string(), state.plan, *state.problem, state.provenance());
-      }, "path"_a, "Writes the plan file, which `tandem run --plan` and Plan.load read.")
+      .def(
+          "save",
+          [](const PlanHandle& plan, const std::filesystem::path& path) {
+            const PlanState& state = *plan.state;
+            write_plan(path.string(), state.plan, *state.problem, state.provenance());
+          },
+          "path"_a, "Writes the plan file, which `tandem run --plan` and Plan.load read.")
       .def_prop_ro("strategy", [](const PlanHandle& plan) { return plan.state->plan.strategy; })
-      .def_prop_ro("chosen", [](const PlanHandle& plan) {
-        return plan.state->plan.chosen.empty() ? plan.state->plan.strategy : plan.state->plan.chosen;
-      }, "The strategy whose placement this is (what auto chose).")
+      .def_prop_ro(
+          "chosen",
+          [](const PlanHandle& plan) {
+            return plan.state->plan.chosen.empty() ? plan.state->plan.strategy
+                                                   : plan.state->plan.chosen;
+          },
+          "The strategy whose placement this is (what auto chose).")
       .def_prop_ro("reason", [](const PlanHandle& plan) { return plan.state->plan.reason; })
-      .def_prop_ro("objective", [](const PlanHandle& plan) {
-        return std::string(objective_name(plan.state->plan.objective));
-      })
-      .def_prop_ro("microbatches", [](const PlanHandle& plan) { return plan.state->plan.microbatches; })
-      .def_prop_ro("latency_seconds", [](const PlanHandle& plan) {
-        return plan.state->plan.predicted.latency_seconds;
-      }, "Predicted, one batch end to end.")
-      .def_prop_ro("throughput_samples_per_second", [](const PlanHandle& plan) {
-        return plan.state->plan.predicted.throughput_samples_per_second;
-      })
-      .def_prop_ro("cost_per_million_samples", [](const PlanHandle& plan) -> std::optional<double> {
-        const double cost = plan.state->plan.predicted.cost_per_million_samples;
-        if (!(cost > 0)) return std::nullopt;
-        return cost;
-      }, "USD, where every device used has a price; None otherwise.")
-      .def_prop_ro("lower_bound", [](const PlanHandle& plan) { return plan.state->plan.lower_bound; },
-                   "What no plan can beat, in the objective's unit.")
+      .def_prop_ro("objective",
+                   [](const PlanHandle& plan) {
+                     return std::string(objective_name(plan.state->plan.objective));
+                   })
+      .def_prop_ro("microbatches",
+                   [](const PlanHandle& plan) { return plan.state->plan.microbatches; })
+      .def_prop_ro(
+          "latency_seconds",
+          [](const PlanHandle& plan) { return plan.state->plan.predicted.latency_seconds; },
+          "Predicted, one batch end to end.")
+      .def_prop_ro("throughput_samples_per_second",
+                   [](const PlanHandle& plan) {
+                     return plan.state->plan.predicted.throughput_samples_per_second;
+                   })
+      .def_prop_ro(
+          "cost_per_million_samples",
+          [](const PlanHandle& plan) -> std::optional<double> {
+            const double cost = plan.state->plan.predicted.cost_per_million_samples;
+            if (!(cost > 0)) return std::nullopt;
+            return cost;
+          },
+          "USD, where every device used has a price; None otherwise.")
+      .def_prop_ro(
+          "lower_bound", [](const PlanHandle& plan) { return plan.state->plan.lower_bound; },
+          "What no plan can beat, in the objective's unit.")
       .def_prop_ro("efficiency", [](const PlanHandle& plan) { return plan.state->plan.efficiency; })
-      .def_prop_ro("speedup_over_best_single", [](const PlanHandle& plan) {
-        return plan.state->plan.speedup_over_best_single;
-      })
+      .def_prop_ro("speedup_over_best_single",
+                   [](const PlanHandle& plan) { return plan.state->plan.speedup_over_best_single; })
       .def_prop_ro("batch", [](const PlanHandle& plan) { return plan.state->split.batch; })
       .def_prop_ro("devices", [](const PlanHandle& plan) { return device_figures(*plan.state); })
-      .def_prop_ro("segments", [](const PlanHandle& plan) {
-        std::vector<SegmentInfo> segments;
-        const PlanState& state = *plan.state;
-        for (const Segment& segment : state.plan.segments) {
-          SegmentInfo info{state.cluster->devices[segment.device].id, {}};
-          for (int node : segment.nodes) info.nodes.push_back(state.model->graph().nodes[node].label());
-          segments.push_back(std::move(info));
-        }
-        return segments;
-      })
-      .def_prop_ro("strategies", [](const PlanHandle& plan) {
-        std::vector<StrategyFigure> figures;
-        for (const StrategyResult& result : plan.state->strategies) {
-          StrategyFigure figure{result.strategy, result.plan.has_value(), {}, {}, result.why_not,
-                                result.planning_seconds};
-          if (result.plan) {
-            figure.latency_seconds = result.plan->predicted.latency_seconds;
-            figure.throughput_samples_per_second = result.plan->predicted.throughput_samples_per_second;
-          }
-          figures.push_back(std::move(figure));
-        }
-        return figures;
-      }, "Every strategy tried, side by side; the one asked for last.")
+      .def_prop_ro("segments",
+                   [](const PlanHandle& plan) {
+                     std::vector<SegmentInfo> segments;
+                     const PlanState& state = *plan.state;
+                     for (const Segment& segment : state.plan.segments) {
+                       SegmentInfo info{state.cluster->devices[segment.device].id, {}};
+                       for (int node : segment.nodes)
+                         info.nodes.push_back(state.model->graph().nodes[node].label());
+                       segments.push_back(std::move(info));
+                     }
+                     return segments;
+                   })
+      .def_prop_ro(
+          "strategies",
+          [](const PlanHandle& plan) {
+            std::vector<StrategyFigure> figures;
+            for (const StrategyResult& result : plan.state->strategies) {
+              StrategyFigure figure{result.strategy, result.plan.has_value(), {}, {},
+                                    result.why_not,  result.planning_seconds};
+              if (result.plan) {
+                figure.latency_seconds = result.plan->predicted.latency_seconds;
+                figure.throughput_samples_per_second =
+                    result.plan->predicted.throughput_samples_per_second;
+              }
+              figures.push_back(std::move(figure));
+            }
+            return figures;
+          },
+          "Every strategy tried, side by side; the one asked for last.")
       .def_prop_ro("model", [](const PlanHandle& plan) { return Model(plan.state->model); })
-      .def_prop_ro("cluster", [](const PlanHandle& plan) { return ClusterHandle{plan.state->cluster}; })
-      .def("summary", [](const PlanHandle& plan) {
-        return render_plan_report(plan.state->report(), *plan.state->problem);
-      }, "The report `tandem plan` prints.")
-      .def("to_json", [](const PlanHandle& plan) {
-        return json_object(plan_report_json(plan.state->report(), *plan.state->problem));
-      }, "The plan as `tandem plan --json` gives it (docs/JSON.md).")
-      .def("run", [](const PlanHandle& plan, const nb::dict& inputs) {
-        PlanState& state = *plan.state;
-        const std::vector<InputArray> arrays = input_arrays(state.model->graph(), inputs);
-        return run_arrays(state.model->graph(), arrays,
-                          [&](const std::vector<Tensor>& tensors) { return state.run(tensors); });
-      }, "inputs"_a,
-           "Runs the plan across the cluster's devices (those this build has). The arrays must "
-           "have the shapes the plan was made for; tandem.Session plans each new shape.")
-      .def("simulate", &simulate_plan, "replicas"_a = 1, "trace"_a = nb::none(), "report"_a = nb::none(),
+      .def_prop_ro("cluster",
+                   [](const PlanHandle& plan) { return ClusterHandle{plan.state->cluster}; })
+      .def(
+          "summary",
+          [](const PlanHandle& plan) {
+            return render_plan_report(plan.state->report(), *plan.state->problem);
+          },
+          "The report `tandem plan` prints.")
+      .def(
+          "to_json",
+          [](const PlanHandle& plan) {
+            return json_object(plan_report_json(plan.state->report(), *plan.state->problem));
+          },
+          "The plan as `tandem plan --json` gives it (docs/JSON.md).")
+      .def(
+          "run",
+          [](const PlanHandle& plan, const nb::dict& inputs) {
+            PlanState& state = *plan.state;
+            const std::vector<InputArray> arrays = input_arrays(state.model->graph(), inputs);
+            return run_arrays(
+                state.model->graph(), arrays,
+                [&](const std::vector<Tensor>& tensors) { return state.run(tensors); });
+          },
+          "inputs"_a,
+          "Runs the plan across the cluster's devices (those this build has). The arrays must "
+          "have the shapes the plan was made for; tandem.Session plans each new shape.")
+      .def("simulate", &simulate_plan, "replicas"_a = 1, "trace"_a = nb::none(),
+           "report"_a = nb::none(),
            "The discrete-event simulation of the plan (`tandem simulate`): optionally writes the "
            "predicted timeline as Chrome trace events and the HTML report.")
       .def("__repr__", [](const PlanHandle& plan) {
@@ -694,28 +775,36 @@ NB_MODULE(_tandem, m) {
       .def_ro("peak_memory_bytes", &SimulatedDevice::peak_memory_bytes)
       .def_ro("capacity_bytes", &SimulatedDevice::capacity_bytes, "None when unknown.");
   nb::class_<SimulationHandle>(m, "Simulation", "A plan's discrete-event simulation (predicted).")
-      .def_prop_ro("latency_seconds", [](const SimulationHandle& s) { return s.result.latency_seconds; })
-      .def_prop_ro("throughput_samples_per_second", [](const SimulationHandle& s) {
-        return s.result.throughput_samples_per_second;
-      })
+      .def_prop_ro("latency_seconds",
+                   [](const SimulationHandle& s) { return s.result.latency_seconds; })
+      .def_prop_ro("throughput_samples_per_second",
+                   [](const SimulationHandle& s) { return s.result.throughput_samples_per_second; })
       .def_prop_ro("replicas", [](const SimulationHandle& s) { return s.result.replicas; })
-      .def_prop_ro("overflow", [](const SimulationHandle& s) -> std::optional<std::string> {
-        if (!s.result.overflow) return std::nullopt;
-        return s.result.overflow->device;
-      }, "The device that ran out of memory, or None.")
-      .def_prop_ro("devices", [](const SimulationHandle& s) {
-        std::vector<SimulatedDevice> devices;
-        for (const DeviceActivity& device : s.result.devices) {
-          SimulatedDevice row{device.id, device.busy_seconds, device.idle_seconds,
-                              device.peak_memory_bytes, std::nullopt};
-          if (std::isfinite(device.capacity_bytes)) row.capacity_bytes = device.capacity_bytes;
-          devices.push_back(std::move(row));
-        }
-        return devices;
-      })
-      .def("summary", [](const SimulationHandle& s) {
-        return render_simulation(s.result, s.state->plan, *s.state->problem);
-      }, "The report `tandem simulate` prints.")
+      .def_prop_ro(
+          "overflow",
+          [](const SimulationHandle& s) -> std::optional<std::string> {
+            if (!s.result.overflow) return std::nullopt;
+            return s.result.overflow->device;
+          },
+          "The device that ran out of memory, or None.")
+      .def_prop_ro("devices",
+                   [](const SimulationHandle& s) {
+                     std::vector<SimulatedDevice> devices;
+                     for (const DeviceActivity& device : s.result.devices) {
+                       SimulatedDevice row{device.id, device.busy_seconds, device.idle_seconds,
+                                           device.peak_memory_bytes, std::nullopt};
+                       if (std::isfinite(device.capacity_bytes))
+                         row.capacity_bytes = device.capacity_bytes;
+                       devices.push_back(std::move(row));
+                     }
+                     return devices;
+                   })
+      .def(
+          "summary",
+          [](const SimulationHandle& s) {
+            return render_simulation(s.result, s.state->plan, *s.state->problem);
+          },
+          "The report `tandem simulate` prints.")
       .def("to_json", [](const SimulationHandle& s) {
         return json_object(simulation_json(s.result, s.state->plan, *s.state->problem));
       });
