@@ -83,6 +83,14 @@ struct PlanCommandOptions : ModelOptions {
   bool fuse = true;    // plan the graph `tandem run` runs (fused for inference)
 };
 
+struct CompareOptions : ModelOptions {
+  std::vector<std::string> clusters;  // two or more; the others are measured against the first
+  std::string strategy = "auto";
+  std::string objective = "latency";
+  int microbatches = 1;
+  bool fuse = true;  // plan the graph `tandem run` runs (fused for inference)
+};
+
 struct SimulateOptions {
   std::string plan;     // plan file (docs/PLAN_FORMAT.md)
   std::string cluster;  // cluster file the plan was made for
@@ -101,6 +109,7 @@ int run_command(const RunOptions& options);
 int devices_command(const DevicesOptions& options);
 int calibrate_command(const CalibrateOptions& options);
 int simulate_command(const SimulateOptions& options);
+int compare_command(const CompareOptions& options);
 
 // Reads the --input files (NAME=FILE.npy), by input name.
 std::map<std::string, Tensor> read_input_files(const ModelOptions& options);

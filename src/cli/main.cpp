@@ -31,6 +31,24 @@ void add_model_options(CLI::App& verb, ModelOptions& options, bool model_require
   verb.add_flag("--json", options.json, "print JSON instead of tables");
 }
 
+// The choices `plan` and `compare` share: strategy, objective, micro-batches, fusion.
+template <typename Options>
+void add_planning_options(CLI::App& verb, Options& options) {
+  verb.add_option("--strategy", options.strategy,
+                  "auto, heft, pipeline, data-parallel, greedy or single:<device>")
+      ->capture_default_str();
+  verb.add_option("--objective", options.objective, "what to minimise or maximise")
+      ->check(CLI::IsMember({"latency", "throughput", "cost"}))
+      ->capture_default_str();
+  verb.add_option("--microbatches", options.microbatches,
+                  "split the batch into M micro-batches (pipeline plans)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  verb.add_flag("!--no-fusion", options.fuse,
+                "plan the graph as imported; by default it is fused for inference first "
+                "(BatchNorm folded, activations fused), as `tandem run` runs it");
+}
+
 // A real number from `low` to `high`: CLI11's Range lets NaN through (every comparison with it is
 // false) and prints its bounds with six decimals.
 CLI::Validator number_in(double low, double high) {
@@ -222,18 +240,7 @@ int main(int argc, char** argv) {
                         "against the bound");
   plan_verb->add_option("--cluster", plan.cluster, "cluster file (YAML, see docs/CLUSTERS.md)")
       ->required();
-  plan_verb
-      ->add_option("--strategy", plan.strategy,
-                   "auto, heft, pipeline, data-parallel, greedy or single:<device>")
-      ->capture_default_str();
-  plan_verb->add_option("--objective", plan.objective, "what to minimise or maximise")
-      ->check(CLI::IsMember({"latency", "throughput", "cost"}))
-      ->capture_default_str();
-  plan_verb
-      ->add_option("--microbatches", plan.microbatches,
-                   "split the batch into M micro-batches (pipeline plans)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 20));
+  add_planning_options(*plan_verb, plan);
   plan_verb
       ->add_option("--max-latency", plan.max_latency,
                    "for --objective cost: refuse plans slower than this (seconds)")
@@ -244,9 +251,19 @@ int main(int argc, char** argv) {
   plan_verb->add_option("--exclude", plan.excluded, "a device no op may use (repeatable)");
   plan_verb->add_option("-o,--output", plan.output,
                         "write the plan file (JSON, docs/PLAN_FORMAT.md)");
-  plan_verb->add_flag("!--no-fusion", plan.fuse,
-                      "plan the graph as imported; by default it is fused for inference first "
-                      "(BatchNorm folded, activations fused), as `tandem run` runs it");
+
+  CompareOptions compare;
+  CLI::App* compare_verb = app.add_subcommand(
+      "compare",
+      "plan a model on two or more clusters and show them side by side: predicted latency, "
+      "throughput, cost, memory headroom, how the work splits, each against the first");
+  compare_verb
+      ->add_option("--cluster", compare.clusters,
+                   "a cluster file (YAML, see docs/CLUSTERS.md); give two or more, the first is "
+                   "the baseline")
+      ->required();
+  add_model_options(*compare_verb, compare);
+  add_planning_options(*compare_verb, compare);
 
   SimulateOptions simulate;
   CLI::App* simulate_verb = app.add_subcommand(
@@ -296,6 +313,7 @@ int main(int argc, char** argv) {
     }
     if (*plan_verb) return plan_command(plan);
     if (*simulate_verb) return simulate_command(simulate);
+    if (*compare_verb) return compare_command(compare);
     return run_command(run);
   } catch (const tandem::InputError& e) {
     std::fprintf(stderr, "tandem: error: %s%s%s\n", e.subject().c_str(),

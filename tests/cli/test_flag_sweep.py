@@ -56,6 +56,7 @@ class FlagSweep(unittest.TestCase):
             "inspect": [model],
             "run": [model, "--iterations", "1", "--warmup", "0"],
             "plan": [model, "--cluster", cluster],
+            "compare": [model, "--cluster", cluster, "--cluster", cluster],
             "simulate": [plan, "--cluster", cluster, "--model", model],
             "devices": [],
             "calibrate": ["--quick", "-o", profile],
@@ -102,6 +103,9 @@ class FlagSweep(unittest.TestCase):
 
     def test_plan(self):
         self.sweep("plan")
+
+    def test_compare(self):
+        self.sweep("compare")
 
     def test_simulate(self):
         self.sweep("simulate")

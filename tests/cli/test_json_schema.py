@@ -118,6 +118,21 @@ def simulate_outputs(directory):
                 "--json")]
 
 
+def compare_outputs(directory):
+    tiny = os.path.join(directory, "tiny.yaml")
+    with open(tiny, "w") as f:
+        f.write("hosts: [h]\ndevices:\n  - {id: tiny0, preset: cpu-generic-avx2, host: h, "
+                "figures: {memory: 1 KiB}}\n")
+    priced = os.path.join(directory, "priced.yaml")
+    with open(priced, "w") as f:
+        f.write("hosts: [h]\ndevices:\n  - {id: cpu0, preset: cpu-generic-avx2, host: h, "
+                "figures: {price_per_hour: 2 USD/h}}\n")
+    return [run("compare", model("resnet"), "--cluster", cluster("h100-4xv5e.yaml"), "--cluster",
+                cluster("cpu-split.yaml"), "--cluster", tiny, "--cluster", priced, "--dim",
+                "batch=8", "--json"),
+            run("compare", model("mlp"), "--cluster", tiny, "--cluster", priced, "--json")]
+
+
 def inspect_outputs(directory):
     return [run("inspect", model("resnet"), "--json"),
             run("inspect", model("postproc"), "--cluster", cluster("h100-4xv5e.yaml"), "--json")]
@@ -155,6 +170,7 @@ def run_outputs(directory):
 CASES = {
     "tandem run --json": run_outputs,
     "tandem plan --json": plan_outputs,
+    "tandem compare --json": compare_outputs,
     "tandem simulate --json": simulate_outputs,
     "tandem inspect --json": inspect_outputs,
     "tandem devices --json": devices_outputs,
