@@ -38,7 +38,7 @@ if [[ -f "$REPO/build/python/tandem/__init__.py" ]]; then
   start=$SECONDS
   target="$(mktemp -d)"
   "$REPO/.venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation \
-    --no-deps -C build-dir="$REPO/build" --target "$target" "$REPO"
+    --no-deps --config-settings=build-dir="$REPO/build" --target "$target" "$REPO"
   (cd "$target" && PYTHONPATH="$target" "$REPO/.venv/bin/python" "$REPO/tests/python/installed_check.py" "$REPO")
   rm -rf "$target"
   echo "release: pip install . and its import checked in $((SECONDS - start)) s" >> "$TANDEM_CI_SUMMARY"
