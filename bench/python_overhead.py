@@ -4,8 +4,10 @@
 Per model: the median ms of `Model.run` (the CPU executor), `Plan.run` (the multi-device
 executor, on this machine's CPU as the one device of Cluster.local()), `tandem run`'s
 per-iteration time measured inside the process (no Python), and ONNX Runtime's session call;
-then Python's overhead over the command (`Model.run` - `tandem run`, in microseconds). The
-sides alternate in rounds so that machine noise hits all of them.
+then Python's overhead over the command (`Model.run` - `tandem run`, in microseconds). Each
+side runs in a process of its own (ONNX Runtime's spinning thread pool and Tandem's OpenMP
+threads would slow each other in one process), and the sides alternate in rounds so that
+machine noise hits all of them.
 
 Usage: .venv/bin/python bench/python_overhead.py [--models mlp,resnet] [--threads 2]
                                                  [--iterations 200] [--rounds 3] [--json FILE]
@@ -46,6 +48,26 @@ def command_ms(binary, zoo, entry, threads, iterations):
     return 1e3 * report["latency"]["median_s"]
 
 
+def python_side_ms(side, path, inputs, threads, iterations):
+    """One side, timed in this process: 'model_run', 'plan_run' or 'ort'."""
+    if side == "ort":
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        return median_ms(lambda: session.run(None, inputs), iterations)
+    tandem.set_threads(threads)
+    model = tandem.load(path, shapes={k: v.shape for k, v in inputs.items()})
+    if side == "model_run":
+        return median_ms(lambda: model.run(inputs), iterations)
+    plan = model.plan(tandem.Cluster.local(), strategy="single:cpu0")
+    return median_ms(lambda: plan.run(inputs), iterations)
+
+
+def inputs_of(zoo, entry):
+    return {s["name"]: np.load(os.path.join(zoo, s["file"])) for s in entry["inputs"]}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--zoo", default=os.path.join(REPO, "zoo"))
@@ -55,32 +77,31 @@ def main():
     parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json")
+    parser.add_argument("--side", help=argparse.SUPPRESS)  # a worker: time one side, print ms
     args = parser.parse_args()
     manifest = {e["name"]: e for e in json.load(open(os.path.join(args.zoo, "manifest.json")))}
-    tandem.set_threads(args.threads)
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = args.threads
-    options.inter_op_num_threads = 1
+    if args.side:
+        [name] = args.models.split(",")
+        entry = manifest[name]
+        print(python_side_ms(args.side, os.path.join(args.zoo, entry["path"]),
+                             inputs_of(args.zoo, entry), args.threads, args.iterations))
+        return
     rows = []
+    sides = ["model_run", "plan_run", "command", "ort"]
     for name in args.models.split(","):
         entry = manifest[name]
-        path = os.path.join(args.zoo, entry["path"])
-        inputs = {s["name"]: np.load(os.path.join(args.zoo, s["file"])) for s in entry["inputs"]}
-        model = tandem.load(path, shapes={k: v.shape for k, v in inputs.items()})
-        plan = model.plan(tandem.Cluster.local(), strategy="single:cpu0")
-        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-        sides = {
-            "model_run": lambda: model.run(inputs),
-            "plan_run": lambda: plan.run(inputs),
-            "command": None,
-            "ort": lambda: session.run(None, inputs),
-        }
         figures = {side: [] for side in sides}
         for _ in range(args.rounds):
-            for side, call in sides.items():
-                figures[side].append(
-                    command_ms(args.tandem, args.zoo, entry, args.threads, args.iterations)
-                    if call is None else median_ms(call, args.iterations))
+            for side in sides:
+                if side == "command":
+                    ms = command_ms(args.tandem, args.zoo, entry, args.threads, args.iterations)
+                else:
+                    worker = [sys.executable, __file__, "--side", side, "--models", name,
+                              "--zoo", args.zoo, "--threads", str(args.threads),
+                              "--iterations", str(args.iterations)]
+                    ms = float(subprocess.run(worker, capture_output=True, text=True,
+                                              check=True).stdout.split()[-1])
+                figures[side].append(ms)
         row = {"model": name, **{side: statistics.median(v) for side, v in figures.items()}}
         row["python_overhead_us"] = 1e3 * (row["model_run"] - row["command"])
         rows.append(row)

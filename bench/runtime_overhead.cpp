@@ -80,7 +80,6 @@ void overhead(const std::vector<cpu::CpuDevice*>& devices, int repeat) {
   const std::vector<Tensor> input = {Tensor::zeros(DType::kFloat32, {1})};
   std::vector<Device*> pointers(devices.begin(), devices.end());
   PlanExecutor::Options options;
-  options.on_worker_start = [&](int d) { devices[d]->bind_current_thread(); };
 
   GraphExecutor plain(chain, *devices[0]);
   const double plain_seconds = median_seconds(repeat, [&] { plain.run(input); });
@@ -143,10 +142,7 @@ void pipeline(const std::string& source, const std::string& name, int64_t batch,
   std::vector<Device*> pointers(devices.begin(), devices.end());
   PlanExecutor::Options options;
   std::vector<std::atomic<int>> team(devices.size());  // OpenMP threads each worker would use
-  options.on_worker_start = [&](int d) {
-    devices[d]->bind_current_thread();
-    team[d] = cpu::cpu_threads();
-  };
+  options.on_worker_start = [&](int d) { team[d] = cpu::cpu_threads(); };
   PlanExecutor executor(graph, *plan, pointers, split, options);
   const double pipelined = median_seconds(repeat, [&] { executor.run(inputs); });
 

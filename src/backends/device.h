@@ -77,6 +77,8 @@ class Device {
   // Called first in every thread that will run this device's work (a CPU device pins it to
   // its cores).
   virtual void bind_current_thread() const {}
+  // Called first in the thread that copies tensors to and from this device.
+  virtual void bind_copy_thread() const { bind_current_thread(); }
   // Compiled devices turn a whole graph into one program (throwing InputError naming a node
   // they cannot take); eager devices return null and their graphs run node by node.
   virtual std::unique_ptr<GraphProgram> compile_graph(const Graph& /*graph*/) { return nullptr; }

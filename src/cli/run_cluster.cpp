@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 
+#include "backends/cpu/cpu_device.h"
 #include "backends/registry.h"
 #include "cli/backends.h"
 #include "cost/cost_model.h"
@@ -45,9 +46,6 @@ ClusterRun run_plan(const RunSchedule& schedule, const Graph& graph, const Batch
   for (const auto& device : devices) pointers.push_back(device.get());
   PlanExecutor::Options executor_options;
   executor_options.faults = faults_from_environment();
-  executor_options.on_worker_start = [&devices](int device) {
-    devices[device]->bind_current_thread();
-  };
   const auto start = std::chrono::steady_clock::now();
   PlanExecutor executor(graph, plan, pointers, split, executor_options);
   ClusterRun run;
@@ -55,6 +53,7 @@ ClusterRun run_plan(const RunSchedule& schedule, const Graph& graph, const Batch
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   run.plan = plan;
   run.busy_seconds.resize(devices.size());
+  cpu::release_idle_threads();  // this thread only waits while the devices' workers run
   bool recording = false;
   run.runs = time_runs(schedule, [&](bool timed) {
     if (timed && !recording) {  // the warm-up runs are not part of the trace

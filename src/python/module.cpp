@@ -286,10 +286,9 @@ struct PlanState {
       devices = make_devices(cost->cluster());
       std::vector<Device*> pointers;
       for (const auto& device : devices) pointers.push_back(device.get());
-      PlanExecutor::Options options;
-      options.on_worker_start = [this](int device) { devices[device]->bind_current_thread(); };
-      executor = std::make_unique<PlanExecutor>(model->graph(), plan, pointers, split, options);
+      executor = std::make_unique<PlanExecutor>(model->graph(), plan, pointers, split);
     }
+    cpu::release_idle_threads();  // this thread only waits while the devices' workers run
     return executor->run(inputs);
   }
 };

@@ -136,6 +136,10 @@ void PlanExecutor::start_pool() {
   auto worker = [this, pool = pool.get()](int device, bool copies) {
     std::exception_ptr start_error;
     try {
+      if (copies)
+        devices_[device]->bind_copy_thread();
+      else
+        devices_[device]->bind_current_thread();
       if (options_.on_worker_start) options_.on_worker_start(device);
     } catch (...) {
       start_error = std::current_exception();  // fails each run, where it can be reported

@@ -31,8 +31,8 @@ class PlanExecutor {
  public:
   struct Options {
     std::vector<Fault> faults;
-    // Called once, first, in every worker thread of a device (pin it to the device's cores).
-    // An error from it fails every run.
+    // Called once in every worker thread of a device, after the device bound the thread
+    // (Device::bind_current_thread, bind_copy_thread). An error from either fails every run.
     std::function<void(int device)> on_worker_start;
   };
 

@@ -90,7 +90,6 @@ struct SplitCpu {
   PlanExecutor::Options options(std::vector<Fault> faults = {}) const {
     PlanExecutor::Options options;
     options.faults = std::move(faults);
-    options.on_worker_start = [this](int device) { devices[device]->bind_current_thread(); };
     return options;
   }
 };

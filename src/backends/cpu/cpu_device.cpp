@@ -48,6 +48,11 @@ void CpuDevice::bind_current_thread() const {
   omp_set_num_threads(static_cast<int>(cores_.size()));
 }
 
+void CpuDevice::bind_copy_thread() const {
+  bind_current_thread();
+  omp_set_num_threads(1);
+}
+
 std::vector<int> available_cores() {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -64,5 +69,11 @@ void set_cpu_threads(int threads) {
 }
 
 int cpu_threads() { return omp_get_max_threads(); }
+
+void release_idle_threads() {
+  // OpenMP 5's pause frees the calling thread's pool (libgomp ends its threads); the next
+  // parallel region here starts a new one.
+  omp_pause_resource(omp_pause_soft, omp_get_initial_device());
+}
 
 }  // namespace tandem::cpu
