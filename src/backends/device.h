@@ -79,6 +79,8 @@ class Device {
   virtual void bind_current_thread() const {}
   // Called first in the thread that copies tensors to and from this device.
   virtual void bind_copy_thread() const { bind_current_thread(); }
+  // Called in a thread that hands this device's work to its workers and waits for them.
+  virtual void release_waiting_thread() const {}
   // Compiled devices turn a whole graph into one program (throwing InputError naming a node
   // they cannot take); eager devices return null and their graphs run node by node.
   virtual std::unique_ptr<GraphProgram> compile_graph(const Graph& /*graph*/) { return nullptr; }

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <map>
 
-#include "backends/cpu/cpu_device.h"
 #include "backends/registry.h"
 #include "cli/backends.h"
 #include "cost/cost_model.h"
@@ -53,7 +52,6 @@ ClusterRun run_plan(const RunSchedule& schedule, const Graph& graph, const Batch
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   run.plan = plan;
   run.busy_seconds.resize(devices.size());
-  cpu::release_idle_threads();  // this thread only waits while the devices' workers run
   bool recording = false;
   run.runs = time_runs(schedule, [&](bool timed) {
     if (timed && !recording) {  // the warm-up runs are not part of the trace

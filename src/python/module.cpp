@@ -288,7 +288,6 @@ struct PlanState {
       for (const auto& device : devices) pointers.push_back(device.get());
       executor = std::make_unique<PlanExecutor>(model->graph(), plan, pointers, split);
     }
-    cpu::release_idle_threads();  // this thread only waits while the devices' workers run
     return executor->run(inputs);
   }
 };

@@ -374,6 +374,7 @@ std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
   const int device_count = static_cast<int>(devices_.size());
   const int pieces = static_cast<int>(piece_sizes_.size());
   std::lock_guard run_lock(run_mutex_);
+  for (Device* device : devices_) device->release_waiting_thread();  // this thread only waits
   RunState state(device_count);
   state.env.assign(pieces, std::vector<std::unordered_map<int, Tensor>>(device_count));
   state.reads_left.assign(pieces, std::vector<std::unordered_map<int, int>>(device_count));

@@ -35,6 +35,14 @@ std::vector<std::unique_ptr<Device>> make_devices(const Cluster&,
 std::unique_ptr<Kernel> CpuDevice::compile(const KernelSpec& spec) {
   const KernelFactory* factory = KernelRegistry::instance().find(spec.node.op_type);
   if (!factory) throw InputError(spec.node.label() + ": no CPU kernel for this op");
+  if (cores_.empty()) return (*factory)(spec);
+  // oneDNN fixes a primitive's thread count when it is created: create it for this device's
+  // cores, whichever thread compiles it (the multi-device runtime compiles on its caller's).
+  struct ThreadsWhileCompiling {
+    int previous = omp_get_max_threads();
+    ~ThreadsWhileCompiling() { omp_set_num_threads(previous); }
+  } restore;
+  omp_set_num_threads(static_cast<int>(cores_.size()));
   return (*factory)(spec);
 }
 
@@ -52,6 +60,8 @@ void CpuDevice::bind_copy_thread() const {
   bind_current_thread();
   omp_set_num_threads(1);
 }
+
+void CpuDevice::release_waiting_thread() const { release_idle_threads(); }
 
 std::vector<int> available_cores() {
   cpu_set_t set;

@@ -22,6 +22,8 @@ class CpuDevice final : public Device {
   // On the device's cores too, but copying with one thread: an OpenMP team of the copy worker
   // would stand beside the compute worker's (see release_idle_threads).
   void bind_copy_thread() const override;
+  // Frees the waiting thread's idle OpenMP pool (release_idle_threads).
+  void release_waiting_thread() const override;
   std::unique_ptr<Kernel> compile(const KernelSpec& spec) override;
 
  private:
