@@ -61,7 +61,7 @@ fi
 if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$REQ_STRING" ]]; then
   log "pip installing $REQ_STRING"
   "$PY" -m pip install -q --disable-pip-version-check "${PIP_REQUIREMENTS[@]}"
-  "$PY" -c "import numpy, onnx, onnxruntime, torch, torchvision, nanobind, pytest, tf2onnx" \
+  TF_CPP_MIN_LOG_LEVEL=2 "$PY" -c "import numpy, onnx, onnxruntime, torch, torchvision, nanobind, pytest, tf2onnx" \
     || { echo "setup: ERROR: venv imports failed" >&2; exit 1; }
   printf '%s' "$REQ_STRING" > "$STAMP"
 else

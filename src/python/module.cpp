@@ -286,7 +286,9 @@ struct PlanState {
       devices = make_devices(cost->cluster());
       std::vector<Device*> pointers;
       for (const auto& device : devices) pointers.push_back(device.get());
-      executor = std::make_unique<PlanExecutor>(model->graph(), plan, pointers, split);
+      PlanExecutor::Options options;
+      options.faults = faults_from_environment();  // TANDEM_FAULT, as for `tandem run`
+      executor = std::make_unique<PlanExecutor>(model->graph(), plan, pointers, split, options);
     }
     return executor->run(inputs);
   }

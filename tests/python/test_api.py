@@ -225,6 +225,17 @@ def test_simulate_and_save_agree_with_the_command(zoo, tmp_path):
         model.plan(tandem.Cluster.local()).save(str(tmp_path / "local.json"))
 
 
+def test_a_failing_device_is_a_device_error_naming_it(zoo, monkeypatch):
+    entry = zoo["resnet"]
+    monkeypatch.setenv("TANDEM_FAULT", "fail:cpu1:after=0")  # as tests/cli inject faults
+    model = tandem.load(ZOO / entry["path"], dims={"batch": 2})
+    plan = model.plan(tandem.Cluster.from_file(CPU_SPLIT), strategy="single:cpu1")
+    with pytest.raises(tandem.DeviceError) as error:
+        plan.run(zoo_inputs(entry))
+    assert isinstance(error.value, RuntimeError) and error.value.subject == "cpu1"
+    assert str(error.value).startswith("cpu1: ")
+
+
 def test_session_plans_each_shape_once(zoo):
     entry = zoo["bert"]
     session = tandem.Session(tandem.load(ZOO / entry["path"]), tandem.Cluster.from_file(CPU_SPLIT))
