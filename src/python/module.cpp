@@ -58,7 +58,6 @@ struct LoadedModel {
   bool fused = true;
   std::string shapes_from = "shapes";  // how errors name them: load's shapes, or run's inputs
   ImportedModel imported;
-  FusionStats fusion;
 
   const Graph& graph() const { return imported.graph; }
   ImportOptions import_options() const {
@@ -85,7 +84,7 @@ std::shared_ptr<LoadedModel> import_model(std::string path, std::map<std::string
     throw InputError("dims['" + name + "']",
                      "the model's inputs have no symbolic dimension '" + name + "'");
   }
-  if (fuse) model->fusion = fuse_for_inference(model->imported.graph);
+  if (fuse) fuse_for_inference(model->imported.graph);
   return model;
 }
 
