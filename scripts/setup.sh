@@ -22,6 +22,7 @@ APT_PACKAGES=(
   python3-venv python3-dev python3-numpy python3-torch python3-torchvision
   libopenblas0-pthread  # Debian's torch uses the system BLAS: the reference one is ~20x slower
   chromium  # headless: the HTML report's browser test
+  openmpi-bin libopenmpi-dev  # runs across hosts (docs/MPI.md); CI runs mpirun -np 2 and 3
   # scripts/sanitizers.sh: clang with libFuzzer and the sanitizer runtimes, LLVM's OpenMP runtime
   # (TSan understands it, with its Archer tool), llvm-symbolizer for the reports' stacks
   clang-14 libclang-rt-14-dev libomp-14-dev llvm-14

@@ -6,7 +6,9 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <set>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
 #include "ir/error.h"
@@ -22,7 +24,7 @@ using Clock = std::chrono::steady_clock;
 // value ids of the whole (full-batch) graph.
 struct CompiledSegment {
   SegmentGraph graph;
-  std::unique_ptr<GraphExecutor> executor;
+  std::unique_ptr<GraphExecutor> executor;  // null for another rank's device
   std::vector<int> inputs, outputs;
   int nodes_done = 0;  // in the current run of it: names the op that failed
   struct OpTime {
@@ -43,6 +45,14 @@ struct PlanExecutor::Segment {
 struct PlanExecutor::Job {
   int segment = 0;  // index into segments_
   int piece = 0;
+};
+
+// A value of one piece that travels between ranks, and what the receiving rank does with it.
+struct PlanExecutor::Message {
+  int piece = 0, value = 0, from = 0, to = 0;  // ranks
+  std::vector<int> copy_to;  // devices of `to` that read it as another device's output
+  std::vector<int> env_of;   // devices of `to` that read it as a graph input
+  int output = -1;           // the graph output it is, when `to` is rank 0
 };
 
 namespace {
@@ -80,7 +90,9 @@ struct PlanExecutor::RunState {
   int iteration = 0;
   std::vector<TimelineSpan> spans;  // track: device * 2 (compute) or device * 2 + 1 (copy)
   std::vector<double> busy;
-  int segments_run = 0, transfers = 0;
+  int segments_run = 0, transfers = 0, messages_received = 0;
+  double bytes_received = 0;
+  bool peer_failed = false;  // the error is another rank's
 
   void fail(std::exception_ptr failure) {
     std::lock_guard lock(mutex);
@@ -163,7 +175,7 @@ void PlanExecutor::start_pool() {
   };
   try {
     for (int d = 0; d < static_cast<int>(devices_.size()); ++d) {
-      if (jobs_[d].empty() && copies_expected_[d] == 0) continue;
+      if (!local(d) || (jobs_[d].empty() && copies_expected_[d] == 0)) continue;
       pool->threads.emplace_back(worker, d, false);
       if (copies_expected_[d] > 0) pool->threads.emplace_back(worker, d, true);
     }
@@ -274,7 +286,8 @@ void PlanExecutor::build_segments() {
     }
   }
   for (const auto& segment : segments_) {
-    if (segment->device < 0 || segment->device >= device_count || !devices_[segment->device])
+    if (segment->device < 0 || segment->device >= device_count ||
+        (local(segment->device) && !devices_[segment->device]))
       throw InputError("plan", "segment " + std::to_string(segment->index) +
                                    " is on a device this run has no backend for");
   }
@@ -308,6 +321,10 @@ void PlanExecutor::build_segments() {
       };
       for (int id : compiled->graph.inputs) compiled->inputs.push_back(to_main(id));
       for (int id : compiled->graph.outputs) compiled->outputs.push_back(to_main(id));
+      if (!local(segment.device)) {  // another rank compiles it; its inputs and outputs route
+        segment.compiled[g] = std::move(compiled);
+        continue;
+      }
       compiled->executor =
           std::make_unique<GraphExecutor>(compiled->graph.graph, *devices_[segment.device]);
       CompiledSegment* raw = compiled.get();
@@ -352,6 +369,117 @@ void PlanExecutor::build_segments() {
       }
     }
   }
+  build_messages();
+}
+
+bool PlanExecutor::local(int device) const {
+  return !options_.transport || rank_of(device) == options_.transport->rank();
+}
+
+std::string PlanExecutor::on_rank() const {
+  Transport* transport = options_.transport;
+  return transport ? transport->describe(transport->rank()) + ": " : "";
+}
+
+int PlanExecutor::rank_of(int device) const {
+  return options_.transport ? options_.device_rank[device] : 0;
+}
+
+void PlanExecutor::build_messages() {
+  Transport* transport = options_.transport;
+  if (!transport) return;
+  if (options_.device_rank.size() != devices_.size())
+    throw InputError("plan", "the ranks of " + std::to_string(options_.device_rank.size()) +
+                                 " devices are given for " + std::to_string(devices_.size()));
+  const auto index_in = [](const std::vector<int>& ids, int v) {
+    const auto found = std::find(ids.begin(), ids.end(), v);
+    return found == ids.end() ? -1 : static_cast<int>(found - ids.begin());
+  };
+  // Every rank derives the same list, in the same order: a message's index is its tag.
+  std::set<std::tuple<int, int, int, int>> found;  // piece, value, from, to
+  for (int d = 0; d < static_cast<int>(devices_.size()); ++d) {
+    const int rank = rank_of(d);
+    for (const Job& job : jobs_[d]) {
+      const Segment& segment = *segments_[job.segment];
+      const CompiledSegment& compiled = *segment.compiled[piece_graph_[job.piece]];
+      for (int v : compiled.inputs) {
+        if (rank != 0 && index_in(graph_.inputs, v) >= 0) found.insert({job.piece, v, 0, rank});
+      }
+      for (int v : compiled.outputs) {
+        if (rank != 0 && index_in(graph_.outputs, v) >= 0) found.insert({job.piece, v, rank, 0});
+        const auto elsewhere = segment.readers_elsewhere.find(v);
+        if (elsewhere == segment.readers_elsewhere.end()) continue;
+        for (int reader : elsewhere->second) {
+          if (rank_of(reader) != rank) found.insert({job.piece, v, rank, rank_of(reader)});
+        }
+      }
+    }
+  }
+  const int here = transport->rank();
+  sends_of_piece_.assign(piece_sizes_.size(), {});
+  for (const auto& [piece, value, from, to] : found) {
+    Message message{piece, value, from, to, {}, {}, -1};
+    if (to == here) {
+      for (int d = 0; d < static_cast<int>(devices_.size()); ++d) {
+        if (rank_of(d) != here) continue;
+        for (const Job& job : jobs_[d]) {
+          if (job.piece != piece) continue;
+          const Segment& segment = *segments_[job.segment];
+          const CompiledSegment& compiled = *segment.compiled[piece_graph_[piece]];
+          if (index_in(graph_.inputs, value) >= 0 && index_in(compiled.inputs, value) >= 0 &&
+              index_in(message.env_of, d) < 0)
+            message.env_of.push_back(d);
+          const auto elsewhere = segment.readers_elsewhere.find(value);
+          if (elsewhere == segment.readers_elsewhere.end()) continue;
+          for (int reader : elsewhere->second) {
+            if (rank_of(reader) == here && index_in(message.copy_to, reader) < 0)
+              message.copy_to.push_back(reader);
+          }
+        }
+      }
+      if (to == 0) message.output = index_in(graph_.outputs, value);
+    }
+    if (from == here) sends_of_piece_[piece].push_back(static_cast<int>(messages_.size()));
+    messages_.push_back(std::move(message));
+  }
+  for (int d = 0; d < static_cast<int>(devices_.size()); ++d) {
+    if (rank_of(d) != here) copies_expected_[d] = 0;  // that rank's copy worker counts them
+  }
+}
+
+std::vector<Transport::Receive> PlanExecutor::receives(RunState& state) {
+  std::vector<Transport::Receive> receives;
+  const int here = options_.transport->rank();
+  const int network_track = static_cast<int>(devices_.size()) * 2 + 1;
+  for (int m = 0; m < static_cast<int>(messages_.size()); ++m) {
+    const Message& message = messages_[m];
+    if (message.to != here) continue;
+    receives.push_back(
+        {message.from, m,
+         [this, &state, &message, network_track](Tensor tensor, Clock::time_point first,
+                                                 Clock::time_point last) {
+           std::lock_guard lock(state.mutex);
+           for (int d : message.copy_to) {
+             state.copies[d].push_back({message.value, message.piece, -1, tensor, nullptr});
+             state.copy_ready[d].notify_one();
+           }
+           for (int d : message.env_of) {
+             state.env[message.piece][d][message.value] = tensor;
+             state.compute_ready[d].notify_one();
+           }
+           if (message.output >= 0) state.results[message.piece][message.output] = tensor;
+           const auto bytes = static_cast<double>(tensor.nbytes());
+           state.spans.push_back(
+               {network_track,
+                graph_.values[message.value].name + " from " +
+                    options_.transport->describe(message.from),
+                "transfer", seconds_between(state.origin, first), seconds_between(first, last),
+                piece_sizes_.size() > 1 ? message.piece : -1, bytes, state.iteration});
+           ++state.messages_received;
+           state.bytes_received += bytes;
+         }});
+  }
+  return receives;
 }
 
 void PlanExecutor::set_recording(Recording recording) {
@@ -368,13 +496,20 @@ void PlanExecutor::clear_timeline() {
 }
 
 std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
-  if (inputs.size() != graph_.inputs.size())
+  Transport* const transport = options_.transport;
+  const bool root = !transport || transport->rank() == 0;
+  if (!root && !inputs.empty())
+    throw InputError("rank " + std::to_string(transport->rank()) +
+                     " takes no inputs: rank 0 sends each rank those it reads");
+  if (root && inputs.size() != graph_.inputs.size())
     throw InputError("the graph takes " + std::to_string(graph_.inputs.size()) + " inputs, got " +
                      std::to_string(inputs.size()));
   const int device_count = static_cast<int>(devices_.size());
   const int pieces = static_cast<int>(piece_sizes_.size());
   std::lock_guard run_lock(run_mutex_);
-  for (Device* device : devices_) device->release_waiting_thread();  // this thread only waits
+  for (Device* device : devices_) {
+    if (device) device->release_waiting_thread();  // this thread only waits
+  }
   RunState state(device_count);
   state.env.assign(pieces, std::vector<std::unordered_map<int, Tensor>>(device_count));
   state.reads_left.assign(pieces, std::vector<std::unordered_map<int, int>>(device_count));
@@ -393,13 +528,14 @@ std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
                                      : std::vector<Tensor>(pieces, inputs[k]));
   }
   for (int d = 0; d < device_count; ++d) {
+    if (!local(d)) continue;
     for (const Job& job : jobs_[d]) {
       const Segment& segment = *segments_[job.segment];
       const CompiledSegment& compiled = *segment.compiled[piece_graph_[job.piece]];
       for (int v : compiled.inputs) {
         ++state.reads_left[job.piece][d][v];
         const auto input = std::find(graph_.inputs.begin(), graph_.inputs.end(), v);
-        if (input != graph_.inputs.end())
+        if (input != graph_.inputs.end() && root)  // elsewhere they arrive from rank 0
           state.env[job.piece][d][v] = input_pieces[input - graph_.inputs.begin()][job.piece];
       }
     }
@@ -410,6 +546,24 @@ std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
   if (runs_recorded_ == 0) epoch_ = state.start;
   state.origin = recording_.every_run ? epoch_ : state.start;
   state.iteration = runs_recorded_;
+  if (transport) {
+    transport->begin_run(receives(state), [&state, transport](int rank, const std::string& what) {
+      {
+        std::lock_guard lock(state.mutex);
+        if (!state.error) state.peer_failed = true;
+      }
+      state.fail(std::make_exception_ptr(DeviceFailure(
+          -1, "", transport->describe(transport->rank()) + ": stopped: " + what)));
+    });
+    if (root) {
+      for (const Message& message : messages_) {
+        const auto input = std::find(graph_.inputs.begin(), graph_.inputs.end(), message.value);
+        if (message.from != 0 || input == graph_.inputs.end()) continue;
+        transport->send(message.to, static_cast<int>(&message - messages_.data()),
+                        input_pieces[input - graph_.inputs.begin()][message.piece]);
+      }
+    }
+  }
   {
     std::lock_guard lock(pool_->mutex);
     pool_->state = &state;
@@ -421,6 +575,26 @@ std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
     std::unique_lock lock(pool_->mutex);
     pool_->done.wait(lock, [&] { return pool_->busy == 0; });
     pool_->state = nullptr;
+  }
+  if (transport) {
+    // Tell the other ranks of a failure here; else wait for what is still on the way (the
+    // outputs rank 0 gathers, this rank's last sends).
+    bool failed_here = false;
+    std::string what;
+    {
+      std::lock_guard lock(state.mutex);
+      failed_here = state.error && !state.peer_failed;
+    }
+    if (failed_here) {
+      try {
+        std::rethrow_exception(state.error);
+      } catch (const std::exception& error) {
+        what = error.what();
+      }
+      transport->fail(what);
+    } else {
+      transport->end_run();
+    }
   }
   const double seconds = seconds_between(state.start, Clock::now());
 
@@ -434,6 +608,9 @@ std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
       timeline_.tracks.push_back({name + " copy", name});
     }
     timeline_.tracks.push_back({"iterations", "run"});  // track device_count * 2
+    if (transport)  // track device_count * 2 + 1
+      timeline_.tracks.push_back({"network into " + transport->describe(transport->rank()),
+                                  "network"});
   }
   timeline_.spans.insert(timeline_.spans.end(), std::make_move_iterator(state.spans.begin()),
                          std::make_move_iterator(state.spans.end()));
@@ -441,8 +618,10 @@ std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
                              "iteration", seconds_between(state.origin, state.start), seconds, -1,
                              0, state.iteration});
   ++runs_recorded_;
-  stats_ = RunStats{seconds, state.busy, state.segments_run, state.transfers};
+  stats_ = RunStats{seconds,          state.busy, state.segments_run, state.transfers,
+                    state.messages_received, state.bytes_received};
   if (state.error) std::rethrow_exception(state.error);  // state's buffers go with it
+  if (!root) return {};
 
   std::vector<Tensor> outputs;
   for (size_t k = 0; k < graph_.outputs.size(); ++k) {
@@ -493,9 +672,9 @@ void PlanExecutor::compute_worker(RunState& state, int device,
         where += " (micro-batch " + std::to_string(current->piece) + ")";
       where += ", op " + graph_.nodes[segment.nodes[failed]].label();
     }
-    state.fail(std::make_exception_ptr(DeviceFailure(device, name, where + ": " + error.what())));
+    state.fail(std::make_exception_ptr(DeviceFailure(device, name, on_rank() + where + ": " + error.what())));
   } catch (...) {  // not a std::exception: still fail the run rather than end the process
-    state.fail(std::make_exception_ptr(DeviceFailure(device, name, name + ": unknown error")));
+    state.fail(std::make_exception_ptr(DeviceFailure(device, name, on_rank() + name + ": unknown error")));
   }
 }
 
@@ -539,6 +718,15 @@ void PlanExecutor::run_job(RunState& state, const Job& job) {
   if (written) written->synchronize();
   const auto end = Clock::now();
   inputs.clear();
+  if (options_.transport) {  // other ranks' readers first: the network is the slow path
+    for (const int m : sends_of_piece_[job.piece]) {
+      const Message& message = messages_[m];
+      const auto output =
+          std::find(compiled.outputs.begin(), compiled.outputs.end(), message.value);
+      if (output == compiled.outputs.end()) continue;
+      options_.transport->send(message.to, m, outputs[output - compiled.outputs.begin()].to_host());
+    }
+  }
 
   std::lock_guard lock(state.mutex);
   const double duration = seconds_between(begin, end);
@@ -565,6 +753,7 @@ void PlanExecutor::run_job(RunState& state, const Job& job) {
     const auto elsewhere = segment.readers_elsewhere.find(v);
     if (elsewhere == segment.readers_elsewhere.end()) continue;
     for (int reader : elsewhere->second) {
+      if (!local(reader)) continue;  // sent below
       state.copies[reader].push_back({v, job.piece, device, outputs[i], written});
       state.copy_ready[reader].notify_one();
     }
@@ -604,11 +793,11 @@ void PlanExecutor::copy_worker(RunState& state, int device, const std::exception
   } catch (const std::exception& error) {
     const std::string name = devices_[device]->name();
     state.fail(std::make_exception_ptr(
-        DeviceFailure(device, name, name + ": copy into its memory: " + error.what())));
+        DeviceFailure(device, name, on_rank() + name + ": copy into its memory: " + error.what())));
   } catch (...) {
     const std::string name = devices_[device]->name();
     state.fail(std::make_exception_ptr(
-        DeviceFailure(device, name, name + ": copy into its memory: unknown error")));
+        DeviceFailure(device, name, on_rank() + name + ": copy into its memory: unknown error")));
   }
 }
 

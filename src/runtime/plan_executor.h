@@ -14,8 +14,22 @@
 #include "plan/plan.h"
 #include "report/timeline.h"
 #include "runtime/fault.h"
+#include "runtime/transport.h"
 
 namespace tandem {
+
+// What a PlanExecutor runs with besides the plan (PlanExecutor::Options).
+struct PlanExecutorOptions {
+  std::vector<Fault> faults;
+  // Called once in every worker thread of a device, after the device bound the thread
+  // (Device::bind_current_thread, bind_copy_thread). An error from either fails every run.
+  std::function<void(int device)> on_worker_start;
+  // Several ranks: the transport to the others and the rank that runs each device (by plan
+  // index). `devices` then holds this rank's devices only (null elsewhere); rank 0 gives the
+  // inputs and returns the outputs, the other ranks' run() takes no inputs and returns none.
+  Transport* transport = nullptr;
+  std::vector<int> device_rank;
+};
 
 // Runs a plan's segments on their devices at once: per device a compute worker, which runs its
 // segments in a fixed order (micro-batch, then segment: stage 1 takes micro-batch k+1 while
@@ -27,20 +41,23 @@ namespace tandem {
 // the segment and the op, and every buffer of the run is freed. The workers are started by the
 // first run and kept (pinned, their OpenMP teams and oneDNN streams warm) until the executor is
 // destroyed; run() calls on one executor are serialised.
+//
+// Across hosts, one executor per rank runs that rank's devices (Options::transport): a value a
+// device of another rank reads is sent to that rank as soon as it is computed (once per rank,
+// in host memory) and arrives there as one of the reading devices' copies; rank 0 sends the
+// other ranks the inputs they read and receives the outputs they compute. A failure on any rank
+// stops every rank's run.
 class PlanExecutor {
  public:
-  struct Options {
-    std::vector<Fault> faults;
-    // Called once in every worker thread of a device, after the device bound the thread
-    // (Device::bind_current_thread, bind_copy_thread). An error from either fails every run.
-    std::function<void(int device)> on_worker_start;
-  };
+  using Options = PlanExecutorOptions;
 
   struct RunStats {
     double seconds = 0;
     std::vector<double> busy_seconds;  // per device: time its segments ran
     int segments_run = 0;
     int transfers = 0;
+    int messages_received = 0;  // from other ranks
+    double bytes_received = 0;
   };
 
   // `devices` follow the cluster's devices (the plan's indices); null where the plan puts
@@ -52,7 +69,8 @@ class PlanExecutor {
                BatchSplit split = {}, Options options = {});
   ~PlanExecutor();
 
-  // `inputs` follow graph.inputs; returns the graph's outputs, in host memory.
+  // `inputs` follow graph.inputs; returns the graph's outputs, in host memory (on a rank other
+  // than 0: no inputs, no outputs).
   std::vector<Tensor> run(std::span<const Tensor> inputs);
 
   // What the measured timeline keeps. By default, the last run: its segments ("<device>
@@ -80,8 +98,14 @@ class PlanExecutor {
   struct Job;
   struct RunState;
   struct Pool;
+  struct Message;
   void build_pieces();
   void build_segments();
+  void build_messages();
+  bool local(int device) const;
+  int rank_of(int device) const;
+  std::string on_rank() const;  // "rank 1 (host-b): " across ranks, else ""
+  std::vector<Transport::Receive> receives(RunState& state);
   void compute_worker(RunState& state, int device, const std::exception_ptr& start_error);
   void copy_worker(RunState& state, int device, const std::exception_ptr& start_error);
   void run_job(RunState& state, const Job& job);
@@ -101,6 +125,8 @@ class PlanExecutor {
   std::vector<std::vector<Job>> jobs_;                      // per device, in run order
   std::vector<std::atomic<int>> segments_started_;          // per device, over all runs
   std::vector<int> copies_expected_;                        // per device, every run
+  std::vector<Message> messages_;  // between ranks, every run; a message's tag is its index
+  std::vector<std::vector<int>> sends_of_piece_;  // [piece]: messages this rank sends
   std::mutex run_mutex_;
   std::unique_ptr<Pool> pool_;  // the worker threads, started by the first run
   Recording recording_;         // read by the workers during a run, set between runs
