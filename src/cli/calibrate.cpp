@@ -183,6 +183,7 @@ void check_writable_folder(const std::string& path) {
 }  // namespace
 
 int calibrate_command(const CalibrateOptions& options) {
+  if (options.mpi) return calibrate_links_command(options);
   cpu::set_cpu_threads(options.threads);
   const auto started = std::chrono::steady_clock::now();
   const calibrate::CpuTimes cpu_before = calibrate::cpu_times();

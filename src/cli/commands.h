@@ -62,6 +62,10 @@ struct CalibrateOptions {
   std::vector<std::string> models;  // time every op of these models too
   std::vector<std::string> dims;    // NAME=N, for every model
   std::vector<std::string> shapes;  // NAME=AxBxC
+  // --mpi: the links between the ranks of an MPI job instead, written as a link profile.
+  bool mpi = false;
+  std::string cluster;                  // name the ranks by this cluster file's hosts
+  std::vector<std::string> rank_hosts;  // the host of each rank, in rank order
 };
 
 struct DevicesOptions {
@@ -108,6 +112,8 @@ int plan_command(const PlanCommandOptions& options);
 int run_command(const RunOptions& options);
 int devices_command(const DevicesOptions& options);
 int calibrate_command(const CalibrateOptions& options);
+// calibrate --mpi (calibrate_links.cpp): every rank of the job runs it.
+int calibrate_links_command(const CalibrateOptions& options);
 int simulate_command(const SimulateOptions& options);
 int compare_command(const CompareOptions& options);
 

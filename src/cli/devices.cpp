@@ -1,6 +1,7 @@
 // `tandem devices`: a cluster's devices, their figures and the links between them.
 #include <cctype>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "cli/backends.h"
@@ -50,6 +51,11 @@ std::string render_devices(const Cluster& cluster) {
   for (const LinkSpec& link : cluster.links) {
     std::string preset = link.preset.empty() && !link.implicit ? "(figures)" : link.preset;
     if (link.implicit) preset += preset.empty() ? "(implicit)" : " (implicit)";
+    if (!link.profile.empty()) {
+      const std::string measured =
+          "(measured: " + std::filesystem::path(link.profile).filename().string() + ")";
+      preset = link.preset.empty() ? measured : link.preset + " " + measured;
+    }
     links.add_row({link.from, link.to, std::string(link_kind_name(link.kind)), preset,
                    quantity(link.bandwidth_forward, "B/s"),
                    quantity(link.bandwidth_backward, "B/s"), seconds(link.latency)});

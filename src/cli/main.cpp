@@ -197,8 +197,11 @@ int main(int argc, char** argv) {
       "calibrate",
       "measure the local CPU (or a PJRT device) with micro-benchmarks and write a calibration "
       "profile");
-  calibrate_verb->add_option("-o,--output", calibrate.output, "profile to write")
-      ->capture_default_str();
+  CLI::Option* calibrate_output =
+      calibrate_verb
+          ->add_option("-o,--output", calibrate.output,
+                       "profile to write (with --mpi: default tandem-links.yaml)")
+          ->capture_default_str();
   calibrate_verb->add_option("--threads", calibrate.threads, "CPU threads (default: all cores)")
       ->check(CLI::Range(1, 1024));
   calibrate_verb
@@ -216,6 +219,23 @@ int main(int argc, char** argv) {
       ->needs(calibrate_model);
   calibrate_verb->add_option("--shape", calibrate.shapes, "set a model input's whole shape")
       ->needs(calibrate_model);
+  CLI::Option* calibrate_mpi = calibrate_verb->add_flag(
+      "--mpi", calibrate.mpi,
+      "measure the links between the ranks of an MPI job instead (latency, bandwidth against "
+      "message size): mpirun -np N tandem calibrate --mpi, one rank per host; writes a link "
+      "profile a cluster file's link names with profile:");
+  for (const char* device_only : {"--model", "--backend", "--plugin", "--threads"}) {
+    calibrate_mpi->excludes(device_only);
+  }
+  calibrate_verb
+      ->add_option("--cluster", calibrate.cluster,
+                   "--mpi: name the ranks by this cluster file's hosts (as tandem run does)")
+      ->needs(calibrate_mpi);
+  calibrate_verb
+      ->add_option("--rank-hosts", calibrate.rank_hosts,
+                   "--mpi: the host of each rank, in rank order, comma-separated")
+      ->delimiter(',')
+      ->needs(calibrate_mpi);
 
   DevicesOptions devices;
   CLI::App* devices_verb = app.add_subcommand(
@@ -309,6 +329,7 @@ int main(int argc, char** argv) {
         throw tandem::InputError(
             "--plugin",
             "only --backend pjrt loads a plugin (this is --backend " + calibrate.backend + ")");
+      if (calibrate.mpi && calibrate_output->count() == 0) calibrate.output = "tandem-links.yaml";
       return calibrate_command(calibrate);
     }
     if (*plan_verb) return plan_command(plan);

@@ -1,6 +1,18 @@
 #include "devices/cluster.h"
 
+#include <cctype>
+
 namespace tandem {
+
+bool valid_cluster_id(std::string_view id) {
+  if (id.empty()) return false;
+  for (char c : id) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') {
+      return false;
+    }
+  }
+  return true;
+}
 
 int Cluster::device_index(const std::string& id) const {
   for (size_t d = 0; d < devices.size(); ++d) {

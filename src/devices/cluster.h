@@ -63,6 +63,7 @@ struct LinkSpec {
   Figure bandwidth_forward;   // bytes per second from -> to
   Figure bandwidth_backward;  // bytes per second to -> from
   Figure latency;             // seconds
+  std::string profile;        // the link profile its figures come from (`tandem calibrate --mpi`)
   int line = 0;
   bool implicit = false;  // added for a device that names no link to its host
 };
@@ -91,9 +92,15 @@ struct Cluster {
 
 // Reads and validates a cluster file (docs/CLUSTERS.md); InputError names file, line and field.
 Cluster load_cluster(const std::string& path);
+// A cluster file's hosts and devices, checked as load_cluster checks them, its links left unread
+// (their link profiles may not exist yet): which hosts `tandem calibrate --mpi` measures.
+Cluster load_cluster_hosts(const std::string& path);
 // This machine's CPU as one device "cpu0" in host "local", backend cpu: figures from the generic
 // CPU preset, or from a calibration profile when one is given.
 Cluster local_cluster(const std::string& profile = "");
+
+// Whether `id` may name a host or device: letters, digits, '_', '-', '.'.
+bool valid_cluster_id(std::string_view id);
 
 std::string_view device_kind_name(DeviceKind kind);    // "cpu", "gpu", "tpu"
 std::string_view backend_name(BackendKind backend);    // "cpu", "cuda", "pjrt", "none"

@@ -9,6 +9,7 @@
 
 #include "devices/cluster.h"
 #include "devices/figures_yaml.h"
+#include "devices/link_profile.h"
 #include "devices/presets.h"
 #include "devices/profile.h"
 #include "devices/routing.h"
@@ -98,21 +99,12 @@ std::optional<BackendKind> parse_backend(std::string_view name) {
   return std::nullopt;
 }
 
-bool valid_id(const std::string& id) {
-  if (id.empty()) return false;
-  for (char c : id) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') {
-      return false;
-    }
-  }
-  return true;
-}
-
 class ClusterReader {
  public:
   explicit ClusterReader(const YamlFile& file) : file_(file), presets_(PresetLibrary::instance()) {}
 
-  Cluster read() {
+  // `links` false: the hosts and devices only (load_cluster_hosts).
+  Cluster read(bool links = true) {
     const YAML::Node& root = file_.root();
     if (!root.IsDefined() || root.IsNull()) file_.fail_at(0, "", "the file is empty");
     file_.expect_map(root, "");
@@ -120,6 +112,7 @@ class ClusterReader {
     cluster_.file = file_.path();
     read_hosts(root["hosts"]);
     read_devices(root["devices"]);
+    if (!links) return std::move(cluster_);
     if (root["links"]) read_links(root["links"]);
     add_implicit_links();
     check_paths();
@@ -128,7 +121,7 @@ class ClusterReader {
 
  private:
   void claim_id(const std::string& id, const YAML::Node& node, const std::string& field) {
-    if (!valid_id(id)) {
+    if (!valid_cluster_id(id)) {
       file_.fail(node, field, "'" + id + "' is not an id (letters, digits, '_', '-', '.')");
     }
     const auto [existing, added] = ids_.emplace(id, YamlFile::line(node));
@@ -281,10 +274,14 @@ class ClusterReader {
     }
   }
 
+  // A path the file names: relative to the file's folder unless absolute.
+  std::string beside_file(const std::string& named) const {
+    if (std::filesystem::path(named).is_absolute()) return named;
+    return (std::filesystem::path(file_.path()).parent_path() / named).string();
+  }
+
   void apply_profile_of(const YAML::Node& node, const std::string& field, DeviceSpec& device) {
-    const std::string named = file_.scalar(node, field);
-    const std::filesystem::path base = std::filesystem::path(file_.path()).parent_path();
-    device.profile = std::filesystem::path(named).is_absolute() ? named : (base / named).string();
+    device.profile = beside_file(file_.scalar(node, field));
     CalibrationProfile profile;
     try {
       profile = read_profile(device.profile);
@@ -323,8 +320,8 @@ class ClusterReader {
       file_.expect_map(node, field);
       file_.check_keys(node, field,
                        {"from", "to", "between", "preset", "kind", "bandwidth", "bandwidth_forward",
-                        "bandwidth_backward", "latency"});
-      const auto [link, kind_given] = read_link(node, field);
+                        "bandwidth_backward", "latency", "profile"});
+      const LinkEntry entry = read_link(node, field);
       if (node["between"]) {
         const YAML::Node& ids = node["between"];
         if (node["from"] || node["to"]) {
@@ -334,22 +331,44 @@ class ClusterReader {
         if (ids.size() < 2) file_.fail(ids, field + ".between", "list two ids or more");
         for (size_t a = 0; a < ids.size(); ++a) {
           for (size_t b = a + 1; b < ids.size(); ++b) {
-            add_link(link, kind_given, ids[a], ids[b], field + ".between");
+            add_link(entry, ids[a], ids[b], field + ".between");
           }
         }
       } else {
         if (!node["from"] || !node["to"]) {
           file_.fail(node, field, "give 'from' and 'to' (or 'between')");
         }
-        add_link(link, kind_given, node["from"], node["to"], field);
+        add_link(entry, node["from"], node["to"], field);
       }
     }
   }
 
-  // The link's figures, and its kind with whether the file gave one (a preset counts); the
-  // endpoints are set by add_link.
-  std::pair<LinkSpec, bool> read_link(const YAML::Node& node, const std::string& field) {
-    LinkSpec link;
+  // A link entry as written: add_link makes the link of each pair of endpoints it joins, its
+  // figures from the preset, then the link profile's measurement of that pair, then the file's
+  // own figures.
+  struct LinkEntry {
+    LinkSpec link;            // the preset's kind and figures
+    bool kind_given = false;  // the file gave a kind (a preset counts)
+    std::optional<Figure> bandwidth_forward, bandwidth_backward, latency;  // the file's own
+    std::optional<LinkProfile> profile;
+    std::string profile_path;
+    YAML::Node node;  // the entry, for errors
+    std::string field;
+  };
+
+  LinkEntry read_link(const YAML::Node& node, const std::string& field) {
+    LinkEntry entry;
+    entry.node = node;
+    entry.field = field;
+    if (node["profile"]) {
+      entry.profile_path = beside_file(file_.scalar(node["profile"], field + ".profile"));
+      try {
+        entry.profile = read_link_profile(entry.profile_path);
+      } catch (const InputError& e) {
+        file_.fail(node["profile"], field + ".profile", e.subject() + ": " + e.what());
+      }
+    }
+    LinkSpec& link = entry.link;
     link.line = YamlFile::line(node);
     bool kind_known = false;
     if (node["preset"]) {
@@ -363,6 +382,7 @@ class ClusterReader {
       link.line = YamlFile::line(node);
       kind_known = true;
     }
+    entry.kind_given = kind_known;
     if (node["kind"]) {
       const auto kind = parse_link_kind(file_.scalar(node["kind"], field + ".kind"));
       if (!kind) {
@@ -375,38 +395,92 @@ class ClusterReader {
             "preset " + link.preset + " is a " + std::string(link_kind_name(link.kind)) + " link");
       }
       link.kind = *kind;
-      kind_known = true;
+      entry.kind_given = true;
     }
     if (node["bandwidth"]) {
       if (node["bandwidth_forward"] || node["bandwidth_backward"]) {
         file_.fail(node, field, "give 'bandwidth' (both ways) or the directional ones, not both");
       }
-      link.bandwidth_forward = read_figure(file_, node["bandwidth"], field + ".bandwidth",
-                                           Quantity::kBandwidth, nullptr);
-      link.bandwidth_backward = link.bandwidth_forward;
+      entry.bandwidth_forward = read_figure(file_, node["bandwidth"], field + ".bandwidth",
+                                            Quantity::kBandwidth, nullptr);
+      entry.bandwidth_backward = entry.bandwidth_forward;
     }
     if (node["bandwidth_forward"]) {
-      link.bandwidth_forward =
+      entry.bandwidth_forward =
           read_figure(file_, node["bandwidth_forward"], field + ".bandwidth_forward",
                       Quantity::kBandwidth, nullptr);
     }
     if (node["bandwidth_backward"]) {
-      link.bandwidth_backward =
+      entry.bandwidth_backward =
           read_figure(file_, node["bandwidth_backward"], field + ".bandwidth_backward",
                       Quantity::kBandwidth, nullptr);
     }
-    if (!link.bandwidth_forward.known() || !link.bandwidth_backward.known()) {
-      file_.fail(node, field, "give a 'preset' or the 'bandwidth' each way");
+    const bool both_ways = (link.bandwidth_forward.known() || entry.bandwidth_forward) &&
+                           (link.bandwidth_backward.known() || entry.bandwidth_backward);
+    if (!both_ways && !entry.profile) {
+      file_.fail(node, field, "give a 'preset', a 'profile' or the 'bandwidth' each way");
     }
     if (node["latency"]) {
-      link.latency =
+      entry.latency =
           read_figure(file_, node["latency"], field + ".latency", Quantity::kSeconds, nullptr);
     }
-    return {link, kind_known};
+    return entry;
   }
 
-  void add_link(LinkSpec link, bool kind_given, const YAML::Node& from_node,
-                const YAML::Node& to_node, const std::string& field) {
+  // The measured latency and bandwidth each way of the hosts `link` joins, from its entry's
+  // link profile.
+  void apply_link_profile(const LinkEntry& entry, LinkSpec& link, const DeviceSpec* device) const {
+    const YAML::Node where = entry.node["profile"];
+    const std::string field = entry.field + ".profile";
+    if (device) {
+      file_.fail(where, field,
+                 "a link profile measures the network between hosts (one MPI rank each): " +
+                     device->id + " is a device, link two hosts with it");
+    }
+    bool reversed = false;
+    const LinkProfile::Pair* pair = entry.profile->find(link.from, link.to, reversed);
+    if (!pair) {
+      std::string measured;
+      for (const LinkProfile::Pair& each : entry.profile->pairs) {
+        measured += (measured.empty() ? "" : ", ") + each.from + "-" + each.to;
+      }
+      file_.fail(where, field,
+                 entry.profile_path + " has no measurement between " + link.from + " and " +
+                     link.to + " (it measured " + measured +
+                     "): calibrate with `mpirun -np N tandem calibrate --mpi --cluster " +
+                     file_.path() + "`, one rank per host, so that it names these hosts");
+    }
+    const std::string calibration = "calibration " + entry.profile_path + ": ";
+    std::string ranks;
+    if (pair->from_rank >= 0 && pair->to_rank >= 0) {
+      ranks =
+          ", ranks " + std::to_string(pair->from_rank) + " and " + std::to_string(pair->to_rank);
+    }
+    const std::string how = "one-way, half the median MPI round trip of the smallest message";
+    link.latency = {pair->latency_seconds, calibration + how + ranks, ""};
+    auto bandwidth = [&](double value, const std::string& from, const std::string& to) {
+      std::string how = calibration + from + " -> " + to + ", MPI messages";
+      if (pair->fit_bytes > 0) how += " of " + human_bytes(pair->fit_bytes) + " and more";
+      how += " fitted as latency + bytes / bandwidth";
+      if (pair->model_error > 0) {
+        char within[64];
+        std::snprintf(within, sizeof within, " (within %.0f%% of every size measured)",
+                      pair->model_error * 100);
+        how += within;
+      }
+      return Figure{value, how + ranks, ""};
+    };
+    link.bandwidth_forward = reversed ? bandwidth(pair->bandwidth_backward, link.from, link.to)
+                                      : bandwidth(pair->bandwidth_forward, link.from, link.to);
+    link.bandwidth_backward = reversed ? bandwidth(pair->bandwidth_forward, link.to, link.from)
+                                       : bandwidth(pair->bandwidth_backward, link.to, link.from);
+    link.profile = entry.profile_path;
+  }
+
+  void add_link(const LinkEntry& entry, const YAML::Node& from_node, const YAML::Node& to_node,
+                const std::string& field) {
+    LinkSpec link = entry.link;
+    const bool kind_given = entry.kind_given;
     link.from = file_.scalar(from_node, field + ".from");
     link.to = file_.scalar(to_node, field + ".to");
     const auto from = endpoint(link.from);
@@ -431,6 +505,10 @@ class ClusterReader {
                    device->id + " sits in host " + device->host + ", not in " + host);
       }
     }
+    if (entry.profile) apply_link_profile(entry, link, from_device ? from_device : to_device);
+    if (entry.bandwidth_forward) link.bandwidth_forward = *entry.bandwidth_forward;
+    if (entry.bandwidth_backward) link.bandwidth_backward = *entry.bandwidth_backward;
+    if (entry.latency) link.latency = *entry.latency;
     if (!kind_given) {
       if (!from_device && !to_device) {
         link.kind = LinkKind::kNetwork;
@@ -516,6 +594,15 @@ Cluster load_cluster(const std::string& path) {
     return ClusterReader(file).read();
   } catch (const YAML::Exception& e) {
     // A shape of YAML the reader did not expect: still the file's fault, never a crash.
+    file.fail_at(e.mark.is_null() ? 0 : e.mark.line + 1, "", e.msg);
+  }
+}
+
+Cluster load_cluster_hosts(const std::string& path) {
+  const YamlFile file(path);
+  try {
+    return ClusterReader(file).read(false);
+  } catch (const YAML::Exception& e) {
     file.fail_at(e.mark.is_null() ? 0 : e.mark.line + 1, "", e.msg);
   }
 }

@@ -55,14 +55,16 @@ nlohmann::json cluster_json(const Cluster& cluster) {
   }
   nlohmann::json links = nlohmann::json::array();
   for (const LinkSpec& link : cluster.links) {
-    links.push_back({{"from", link.from},
-                     {"to", link.to},
-                     {"kind", link_kind_name(link.kind)},
-                     {"preset", link.preset},
-                     {"implicit", link.implicit},
-                     {"bandwidth_forward_bytes_per_s", figure_json(link.bandwidth_forward)},
-                     {"bandwidth_backward_bytes_per_s", figure_json(link.bandwidth_backward)},
-                     {"latency_s", figure_json(link.latency)}});
+    nlohmann::json json = {{"from", link.from},
+                           {"to", link.to},
+                           {"kind", link_kind_name(link.kind)},
+                           {"preset", link.preset},
+                           {"implicit", link.implicit},
+                           {"bandwidth_forward_bytes_per_s", figure_json(link.bandwidth_forward)},
+                           {"bandwidth_backward_bytes_per_s", figure_json(link.bandwidth_backward)},
+                           {"latency_s", figure_json(link.latency)}};
+    if (!link.profile.empty()) json["profile"] = link.profile;
+    links.push_back(std::move(json));
   }
   return {{"cluster", cluster.file.empty() ? "built-in: this machine" : cluster.file},
           {"hosts", hosts},

@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -148,6 +149,23 @@ def calibrate_outputs(directory):
     return [run("calibrate", "--quick", "--json", "-o", os.path.join(directory, "profile.json"))]
 
 
+def calibrate_mpi_outputs(directory):
+    """Two ranks on this machine over TCP on loopback; skipped in a build without MPI."""
+    bare = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "PMI_"))}
+    outside = subprocess.run([TANDEM, "calibrate", "--mpi"], capture_output=True, text=True,
+                             timeout=60, env=bare)
+    if "without MPI" in outside.stderr or not shutil.which("mpirun"):
+        raise unittest.SkipTest("this tandem was built without MPI")
+    environment = dict(bare, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                       OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl="self,tcp",
+                       OMPI_MCA_btl_tcp_if_include="lo", OMPI_MCA_oob_tcp_if_include="lo")
+    result = subprocess.run(["mpirun", "-np", "2", TANDEM, "calibrate", "--mpi", "--quick",
+                             "--json", "-o", os.path.join(directory, "links.yaml")],
+                            capture_output=True, text=True, timeout=120, env=environment)
+    assert result.returncode == 0, f"mpirun tandem calibrate --mpi: {result.stderr}"
+    return [json.loads(result.stdout)]
+
+
 def run_outputs(directory):
     reference = np.load(os.path.join(ZOO, "mlp", "expected", "logits.npy"))
     wrong = os.path.join(directory, "wrong.npy")
@@ -175,6 +193,7 @@ CASES = {
     "tandem inspect --json": inspect_outputs,
     "tandem devices --json": devices_outputs,
     "tandem calibrate --json": calibrate_outputs,
+    "tandem calibrate --mpi --json": calibrate_mpi_outputs,
 }
 
 
