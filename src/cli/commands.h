@@ -50,6 +50,7 @@ struct RunOptions : ModelOptions {
   std::string trace;        // write the measured timeline here (Chrome trace events)
   std::string report;       // write an HTML report: the predicted timeline above the measured one
   bool failover = false;    // when a device fails, re-plan onto the others and finish
+  std::vector<std::string> rank_hosts;  // under mpirun: the cluster host of each rank, in order
 };
 
 struct CalibrateOptions {

@@ -191,12 +191,17 @@ int main(int argc, char** argv) {
                        "measured one");
   run_verb->add_flag("--failover", run.failover,
                      "with --cluster: when a device fails, re-plan onto the others and finish");
+  run_verb
+      ->add_option("--rank-hosts", run.rank_hosts,
+                   "under mpirun: the cluster host each rank runs, in rank order (default: by "
+                   "host name, else rank i runs the i-th host)")
+      ->delimiter(',');
 
   CalibrateOptions calibrate;
   CLI::App* calibrate_verb = app.add_subcommand(
       "calibrate",
       "measure the local CPU (or a PJRT device) with micro-benchmarks and write a calibration "
-      "profile");
+      "profile; with --mpi, under mpirun, the network between the ranks' hosts");
   CLI::Option* calibrate_output =
       calibrate_verb
           ->add_option("-o,--output", calibrate.output,

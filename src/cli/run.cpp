@@ -223,9 +223,15 @@ RunReport run_on_cpu(const RunOptions& options, const RunSchedule& schedule, con
 }  // namespace
 
 int run_command(const RunOptions& given) {
+  // Under mpirun, MPI starts before anything else (every rank then reads the same files).
+  const std::shared_ptr<RankWorld> ranks = join_ranks_if_launched();
   RunOptions options = given;
   if (!options.profile_out.empty()) options.profile = true;
   if (!options.plan.empty()) take_from_plan(options);
+  if (ranks && options.cluster.empty())
+    throw InputError("mpirun",
+                     "tandem run under mpirun needs --cluster FILE (or --plan): a "
+                     "cluster whose hosts the ranks run");
   check_options(options);
   cpu::set_cpu_threads(options.threads);
   const std::map<std::string, Tensor> input_files = read_input_files(options);
@@ -248,7 +254,14 @@ int run_command(const RunOptions& given) {
     report = run_on_cpu(options, schedule, graph, inputs);
   } else {
     try {
-      report = run_on_cluster(options, schedule, model, input_files, inputs);
+      if (!ranks) {
+        report = run_on_cluster(options, schedule, model, input_files, inputs);
+      } else {
+        std::optional<RunReport> gathered =
+            run_on_ranks(*ranks, options, schedule, model, input_files, inputs);
+        if (!gathered) return kExitOk;  // rank 0 reports for every rank
+        report = std::move(*gathered);
+      }
     } catch (const DeviceFailure& failure) {
       std::fprintf(stderr, "tandem: error: device failed: %s\n", failure.what());
       return kExitDeviceFailed;

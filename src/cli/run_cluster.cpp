@@ -10,6 +10,8 @@
 #include "backends/registry.h"
 #include "cli/backends.h"
 #include "cost/cost_model.h"
+#include "distributed/rank_map.h"
+#include "distributed/rank_timeline.h"
 #include "ir/error.h"
 #include "plan/evaluate.h"
 #include "plan/plan_json.h"
@@ -22,6 +24,10 @@
 #include "sim/simulator.h"
 #include "sim/summary.h"
 #include "util/statistics.h"
+#ifdef TANDEM_WITH_MPI
+#include "distributed/mpi_transport.h"
+#include "distributed/mpi_world.h"
+#endif
 
 namespace tandem::cli {
 namespace {
@@ -170,6 +176,26 @@ ClusterRunFigures figures_of(const ClusterRun& run, const PlanningProblem& probl
   return figures;
 }
 
+// The prediction the report draws above the measured run: the plan that ran, simulated.
+void write_report(const RunOptions& options, const ClusterRun& ran, const PlanningProblem& planned,
+                  const ImportedModel& model, const BatchSplit& split) {
+  if (options.report.empty()) return;
+  SimulationOptions simulation;
+  simulation.record_timeline = true;
+  HtmlReport html =
+      simulation_html(simulate(planned, ran.plan, simulation), ran.plan, planned,
+                      display_path(model.path) + " on " + display_path(options.cluster));
+  html.strategy = ran.plan.chosen.empty() || ran.plan.chosen == ran.plan.strategy
+                      ? ran.plan.strategy
+                      : ran.plan.chosen + " (chosen by " + ran.plan.strategy + ")";
+  html.batch = split.batch;
+  html.measured = ran.timeline;
+  html.measured_source = display_path(options.cluster) + ": " +
+                         std::to_string(ran.runs.latencies_seconds.size()) +
+                         " timed run(s) after " + std::to_string(ran.runs.warmup_runs) + " warm-up";
+  write_html_report(options.report, html);
+}
+
 }  // namespace
 
 RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
@@ -194,24 +220,10 @@ RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
   const bool record_ops = !options.trace.empty() || !options.report.empty() || options.profile;
   ClusterRun run;
   std::string failover_note;
-  // The prediction the report draws above the measured run: the plan that ran, simulated.
   const auto write_report = [&](const ClusterRun& ran, const PlanningProblem& planned) {
-    if (options.report.empty()) return;
-    SimulationOptions simulation;
-    simulation.record_timeline = true;
-    HtmlReport html =
-        simulation_html(simulate(planned, ran.plan, simulation), ran.plan, planned,
-                        display_path(model.path) + " on " + display_path(options.cluster));
-    html.strategy = ran.plan.chosen.empty() || ran.plan.chosen == ran.plan.strategy
-                        ? ran.plan.strategy
-                        : ran.plan.chosen + " (chosen by " + ran.plan.strategy + ")";
-    html.batch = split.batch;
-    html.measured = ran.timeline;
-    html.measured_source =
-        display_path(options.cluster) + ": " + std::to_string(ran.runs.latencies_seconds.size()) +
-        " timed run(s) after " + std::to_string(ran.runs.warmup_runs) + " warm-up";
-    write_html_report(options.report, html);
+    cli::write_report(options, ran, planned, model, split);
   };
+
   try {
     const Plan plan = make_plan(options, problem, options.strategy);
     if (options.verbose) say_plan(plan, problem);
@@ -248,5 +260,278 @@ RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
   if (options.profile) add_profile(report, run, graph);
   return report;
 }
+
+#ifdef TANDEM_WITH_MPI
+struct RankWorld {
+  distributed::MpiWorld world;
+};
+
+std::shared_ptr<RankWorld> join_ranks_if_launched() {
+  if (!distributed::launched_by_mpi()) return nullptr;
+  return std::make_shared<RankWorld>();
+}
+
+namespace {
+
+// Every rank says whether its step worked; when one did not, every rank throws InputError
+// naming the first that failed, so that all of them stop at the same point.
+void agree(const distributed::MpiWorld& world, const std::string& error, const std::string& step) {
+  const std::vector<std::string> errors = world.all_gather(error);
+  for (size_t r = 0; r < errors.size(); ++r) {
+    if (!errors[r].empty())
+      throw InputError(world.describe(static_cast<int>(r)), step + ": " + errors[r]);
+  }
+}
+
+std::string message_of(const std::exception& error) {
+  const auto* input = dynamic_cast<const InputError*>(&error);
+  return input && !input->subject().empty() ? input->subject() + ": " + error.what() : error.what();
+}
+
+// What each rank measured, as it travels to rank 0: per device of its own, the busy time of
+// every timed run; per timed run, the seconds and bytes received from each rank.
+struct RankFigures {
+  std::map<int, std::vector<double>> busy;
+  std::vector<std::vector<double>> seconds_from_rank, bytes_from_rank;  // [run][rank]
+  int segments_run = 0, transfers_run = 0;
+};
+
+std::string rank_figures_text(const RankFigures& figures) {
+  nlohmann::json busy = nlohmann::json::object();
+  for (const auto& [device, seconds] : figures.busy) busy[std::to_string(device)] = seconds;
+  return nlohmann::json{{"busy", busy},
+                        {"seconds_from_rank", figures.seconds_from_rank},
+                        {"bytes_from_rank", figures.bytes_from_rank},
+                        {"segments_run", figures.segments_run},
+                        {"transfers_run", figures.transfers_run}}
+      .dump();
+}
+
+RankFigures rank_figures_from_text(const std::string& text) {
+  const nlohmann::json json = nlohmann::json::parse(text);
+  RankFigures figures;
+  for (const auto& [device, seconds] : json.at("busy").items())
+    figures.busy[std::stoi(device)] = seconds.get<std::vector<double>>();
+  figures.seconds_from_rank = json.at("seconds_from_rank").get<std::vector<std::vector<double>>>();
+  figures.bytes_from_rank = json.at("bytes_from_rank").get<std::vector<std::vector<double>>>();
+  figures.segments_run = json.at("segments_run").get<int>();
+  figures.transfers_run = json.at("transfers_run").get<int>();
+  return figures;
+}
+
+// Per ordered pair of hosts: measured network time (median over runs of the run's sum) and
+// bytes, beside the planner's transfers between devices of those hosts.
+std::vector<ClusterRunFigures::HostLink> host_links(const std::vector<RankFigures>& ranks,
+                                                    const distributed::RankMap& map,
+                                                    const Cluster& cluster, const Plan& plan) {
+  std::map<std::pair<int, int>, ClusterRunFigures::HostLink> links;  // by (from, to) rank
+  const auto link = [&](int from, int to) -> ClusterRunFigures::HostLink& {
+    ClusterRunFigures::HostLink& entry = links[{from, to}];
+    entry.from = cluster.hosts[map.host_of_rank[from]].id;
+    entry.to = cluster.hosts[map.host_of_rank[to]].id;
+    return entry;
+  };
+  for (size_t to = 0; to < ranks.size(); ++to) {
+    const RankFigures& figures = ranks[to];
+    if (figures.seconds_from_rank.empty()) continue;
+    for (size_t from = 0; from < figures.seconds_from_rank.front().size(); ++from) {
+      std::vector<double> seconds;
+      for (const auto& run : figures.seconds_from_rank) seconds.push_back(run[from]);
+      const double bytes = figures.bytes_from_rank.back()[from];
+      if (bytes == 0) continue;
+      ClusterRunFigures::HostLink& entry = link(static_cast<int>(from), static_cast<int>(to));
+      entry.measured_seconds = median(seconds);
+      entry.bytes = bytes;
+    }
+  }
+  for (const Transfer& transfer : plan.transfers) {
+    const int from = map.rank_of_device[transfer.from_device];
+    const int to = map.rank_of_device[transfer.to_device];
+    if (from != to) link(from, to).predicted_seconds += transfer.seconds;
+  }
+  std::vector<ClusterRunFigures::HostLink> result;
+  for (const auto& [ranks_pair, entry] : links) result.push_back(entry);
+  return result;
+}
+
+}  // namespace
+
+std::optional<RunReport> run_on_ranks(RankWorld& ranks, const RunOptions& options,
+                                      const RunSchedule& schedule, const ImportedModel& model,
+                                      const std::map<std::string, Tensor>& input_files,
+                                      const std::vector<Tensor>& inputs) {
+  const distributed::MpiWorld& world = ranks.world;
+  const bool root = world.rank() == 0;
+  if (options.failover)
+    throw InputError("--failover",
+                     "not across ranks: Open MPI cannot go on without a lost rank, and a re-plan "
+                     "onto the surviving hosts is not built yet (docs/MPI.md)");
+  const Graph& graph = model.graph;
+  const Cluster cluster = load_cluster(options.cluster);
+  const CostModel cost(cluster);
+  const distributed::RankMap map = distributed::map_ranks(cost.cluster(), world.processor_names(),
+                                                          options.rank_hosts, options.cluster);
+
+  // This rank's devices only; every rank starts its own (or all stop, naming it) before work.
+  Cluster mine = cost.cluster();
+  mine.devices.clear();
+  std::vector<int> positions;
+  for (size_t d = 0; d < cost.cluster().devices.size(); ++d) {
+    if (map.rank_of_device[d] != world.rank()) continue;
+    mine.devices.push_back(cost.cluster().devices[d]);
+    positions.push_back(static_cast<int>(d));
+  }
+  std::vector<std::unique_ptr<Device>> devices(cost.cluster().devices.size());
+  std::string error;
+  try {
+    std::vector<std::unique_ptr<Device>> made = make_devices(mine, false);
+    for (size_t k = 0; k < made.size(); ++k) devices[positions[k]] = std::move(made[k]);
+  } catch (const std::exception& failure) {
+    error = message_of(failure);
+  }
+  agree(world, error, "cannot start its devices");
+
+  const BatchSplit split = batch_split_of(options, input_files, model, options.fuse);
+  PlanOptions plan_options;
+  plan_options.batch = split.batch;
+  plan_options.batch_unsplittable = split.refusal;
+  plan_options.microbatches = options.microbatches;
+  const PlanningProblem problem(graph, cost.cluster(), cost, plan_options);
+  // Rank 0 plans; the others run the plan it sends.
+  Plan plan;
+  std::string plan_text;
+  error.clear();
+  if (root) {
+    try {
+      plan = make_plan(options, problem, options.strategy);
+      if (options.verbose) say_plan(plan, problem);
+      plan_text = plan_json(plan, problem, PlanProvenance{}).dump();
+    } catch (const std::exception& failure) {
+      error = message_of(failure);
+    }
+  }
+  agree(world, error, "cannot plan");
+  plan_text = world.broadcast(plan_text);
+  error.clear();
+  std::unique_ptr<distributed::MpiTransport> transport;
+  std::unique_ptr<PlanExecutor> executor;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    if (!root) plan = plan_from_json(nlohmann::json::parse(plan_text), problem, "rank 0's plan");
+    transport = std::make_unique<distributed::MpiTransport>(world);
+    PlanExecutor::Options executor_options;
+    executor_options.faults = faults_from_environment();
+    executor_options.transport = transport.get();
+    executor_options.device_rank = map.rank_of_device;
+    std::vector<Device*> pointers;
+    for (const auto& device : devices) pointers.push_back(device.get());
+    executor = std::make_unique<PlanExecutor>(graph, plan, pointers, split, executor_options);
+  } catch (const std::exception& failure) {
+    error = message_of(failure);
+  }
+  agree(world, error, "cannot prepare its segments");
+  const double prepare_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::vector<double> offsets = world.clock_offsets();
+
+  // Rank 0 runs the schedule and tells the others before each run whether it is timed.
+  const bool record_ops = !options.trace.empty() || !options.report.empty() || options.profile;
+  RankFigures figures;
+  bool recording = false;
+  std::vector<Tensor> outputs;
+  const auto run_once = [&](bool timed) {
+    if (timed && !recording) {
+      executor->set_recording({.every_run = true, .ops = record_ops});
+      recording = true;
+    }
+    outputs = executor->run(root ? std::span<const Tensor>(inputs) : std::span<const Tensor>());
+    const PlanExecutor::RunStats& stats = executor->stats();
+    if (timed) {
+      for (int d : positions) figures.busy[d].push_back(stats.busy_seconds[d]);
+      figures.seconds_from_rank.push_back(stats.seconds_from_rank);
+      figures.bytes_from_rank.push_back(stats.bytes_from_rank);
+    }
+    return stats.seconds;
+  };
+  TimedRuns runs;
+  if (root) {
+    runs = time_runs(schedule, [&](bool timed) {
+      world.broadcast(timed ? "timed" : "warm-up");
+      return run_once(timed);
+    });
+    world.broadcast("done");
+  } else {
+    for (std::string next = world.broadcast(""); next != "done"; next = world.broadcast(""))
+      run_once(next == "timed");
+  }
+  figures.segments_run = executor->stats().segments_run;
+  figures.transfers_run = executor->stats().transfers;
+
+  // Rank 0 gathers what each rank measured and merges the timelines onto its clock.
+  const double origin =
+      std::chrono::duration<double>(executor->timeline_origin().time_since_epoch()).count();
+  const std::vector<std::string> timelines =
+      world.gather(distributed::rank_timeline_text({executor->timeline(), origin}));
+  const std::vector<std::string> figure_texts = world.gather(rank_figures_text(figures));
+  if (!root) return std::nullopt;
+
+  std::vector<RankFigures> all;
+  std::vector<distributed::RankTimeline> rank_timelines;
+  for (size_t r = 0; r < figure_texts.size(); ++r) {
+    all.push_back(rank_figures_from_text(figure_texts[r]));
+    rank_timelines.push_back(distributed::rank_timeline_from_text(timelines[r]));
+  }
+  std::vector<std::string> ids;
+  for (const DeviceSpec& device : cost.cluster().devices) ids.push_back(device.id);
+  ClusterRun run;
+  run.plan = plan;
+  run.outputs = outputs;
+  run.runs = runs;
+  run.prepare_seconds = prepare_seconds;
+  run.busy_seconds.resize(ids.size());
+  for (const RankFigures& rank : all) {
+    for (const auto& [device, seconds] : rank.busy) run.busy_seconds[device] = seconds;
+    run.stats.segments_run += rank.segments_run;
+    run.stats.transfers += rank.transfers_run;
+  }
+  run.timeline =
+      distributed::merge_rank_timelines(rank_timelines, offsets, map.rank_of_device, ids);
+  write_report(options, run, problem, model, split);
+  if (!options.trace.empty()) {
+    run.timeline.source =
+        "measured on " + std::to_string(world.size()) + " ranks (" + options.cluster + ")";
+    write_chrome_trace(options.trace, run.timeline);
+  }
+  RunReport report;
+  report.device = "cluster";
+  report.warmup_runs = run.runs.warmup_runs;
+  report.latencies_seconds = run.runs.latencies_seconds;
+  report.duration_seconds = run.runs.duration_seconds;
+  report.cluster = figures_of(run, problem, compile_stats(devices), options.cluster);
+  report.cluster->ranks = world.size();
+  report.cluster->rank_mapping = map.how;
+  report.cluster->host_links = host_links(all, map, cost.cluster(), plan);
+  for (size_t i = 0; i < run.outputs.size(); ++i)
+    report.outputs.push_back({graph.values[graph.outputs[i]].name, run.outputs[i]});
+  if (options.profile) add_profile(report, run, graph);
+  return report;
+}
+#else
+struct RankWorld {};
+
+std::shared_ptr<RankWorld> join_ranks_if_launched() {
+  if (distributed::launched_by_mpi())
+    throw InputError("mpirun",
+                     "this build of Tandem has no MPI (CMake found no Open MPI: "
+                     "scripts/setup.sh installs it)");
+  return nullptr;
+}
+
+std::optional<RunReport> run_on_ranks(RankWorld&, const RunOptions&, const RunSchedule&,
+                                      const ImportedModel&, const std::map<std::string, Tensor>&,
+                                      const std::vector<Tensor>&) {
+  throw InputError("mpirun", "this build of Tandem has no MPI");
+}
+#endif
 
 }  // namespace tandem::cli

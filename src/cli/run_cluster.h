@@ -1,5 +1,7 @@
 #pragma once
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,5 +20,20 @@ RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
                          const ImportedModel& model,
                          const std::map<std::string, Tensor>& input_files,
                          const std::vector<Tensor>& inputs);
+
+// Under mpirun (docs/MPI.md): this process is one rank of a run across hosts; the ranks share
+// the MPI world from start to end. Null when this process was not started by mpirun, or when
+// this build has no MPI (then mpirun is refused with the reason).
+struct RankWorld;
+std::shared_ptr<RankWorld> join_ranks_if_launched();
+
+// `tandem run --cluster` as one rank: every rank runs the devices of its host, rank 0 plans,
+// reads the inputs, gathers the outputs and what every rank measured. Returns the report at
+// rank 0 and nothing elsewhere. Throws DeviceFailure (on every rank) when a device of any rank
+// fails; InputError (on every rank) when a rank cannot start its devices.
+std::optional<RunReport> run_on_ranks(RankWorld& ranks, const RunOptions& options,
+                                      const RunSchedule& schedule, const ImportedModel& model,
+                                      const std::map<std::string, Tensor>& input_files,
+                                      const std::vector<Tensor>& inputs);
 
 }  // namespace tandem::cli

@@ -1,6 +1,8 @@
 #include "distributed/mpi_world.h"
 
+#include <chrono>
 #include <cstdlib>
+#include <limits>
 #include <stdexcept>
 
 namespace tandem::distributed {
@@ -15,13 +17,6 @@ void check(int code, const char* what) {
 }
 
 }  // namespace
-
-bool launched_by_mpi() {
-  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"}) {
-    if (std::getenv(variable)) return true;
-  }
-  return false;
-}
 
 MpiWorld::MpiWorld() {
   int provided = 0;
@@ -94,6 +89,39 @@ std::vector<std::string> MpiWorld::all_gather(const std::string& text) const {
   std::vector<std::string> texts;
   for (int r = 0; r < size_; ++r) texts.push_back(all.substr(offsets[r], lengths[r]));
   return texts;
+}
+
+std::vector<double> MpiWorld::clock_offsets() const {
+  constexpr int kExchanges = 16;
+  const auto now = [] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  std::vector<double> offsets(rank_ == 0 ? size_ : 0, 0.0);
+  for (int r = 1; r < size_; ++r) {
+    if (rank_ == 0) {
+      double best_round_trip = std::numeric_limits<double>::infinity();
+      for (int k = 0; k < kExchanges; ++k) {
+        const double sent = now();
+        double theirs = 0;
+        MPI_Send(&sent, 1, MPI_DOUBLE, r, 0, MPI_COMM_WORLD);
+        MPI_Recv(&theirs, 1, MPI_DOUBLE, r, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        const double back = now();
+        if (back - sent < best_round_trip) {
+          best_round_trip = back - sent;
+          offsets[r] = theirs - (sent + back) / 2;
+        }
+      }
+    } else if (rank_ == r) {
+      for (int k = 0; k < kExchanges; ++k) {
+        double sent = 0;
+        MPI_Recv(&sent, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        const double mine = now();
+        MPI_Send(&mine, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD);
+      }
+    }
+  }
+  return offsets;
 }
 
 void MpiWorld::barrier() const { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }

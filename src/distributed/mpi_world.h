@@ -4,11 +4,9 @@
 #include <string>
 #include <vector>
 
-namespace tandem::distributed {
+#include "distributed/rank_map.h"  // launched_by_mpi
 
-// True when this process is one of several started by mpirun/mpiexec (Open MPI's or PMIx's
-// environment says so): `tandem run` then runs as one rank of a multi-host plan.
-bool launched_by_mpi();
+namespace tandem::distributed {
 
 // MPI for this process: initialised on construction (threads: the runtime's transport thread
 // calls MPI while the main thread waits; collectives only between runs), finalised on
@@ -35,6 +33,10 @@ class MpiWorld {
   std::vector<std::string> gather(const std::string& text, int root = 0) const;
   std::vector<std::string> all_gather(const std::string& text) const;
   void barrier() const;
+  // Every rank's steady clock less rank 0's, in seconds, by rank (at rank 0; empty elsewhere):
+  // from ping-pongs of timestamps, each rank's exchange with the shortest round trip (the
+  // clock is read halfway through it). Collective.
+  std::vector<double> clock_offsets() const;
   // Ends every rank of the job with `code` (after a failure a clean finalize could wait forever
   // on a peer's unfinished messages).
   [[noreturn]] void abort(int code) const;

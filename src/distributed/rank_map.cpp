@@ -1,6 +1,7 @@
 #include "distributed/rank_map.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 #include "ir/error.h"
@@ -23,14 +24,22 @@ std::string joined(const std::vector<std::string>& names) {
 
 }  // namespace
 
+bool launched_by_mpi() {
+  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"}) {
+    if (std::getenv(variable)) return true;
+  }
+  return false;
+}
+
 RankMap map_ranks(const Cluster& cluster, const std::vector<std::string>& processor_names,
                   const std::vector<std::string>& explicit_hosts, const std::string& cluster_file) {
   const int ranks = static_cast<int>(processor_names.size());
   std::vector<int> busy_hosts;  // hosts holding devices, in the file's order
   std::vector<std::string> busy_names;
   for (size_t h = 0; h < cluster.hosts.size(); ++h) {
-    const bool used = std::any_of(cluster.devices.begin(), cluster.devices.end(),
-                                  [&](const DeviceSpec& d) { return d.host == cluster.hosts[h].id; });
+    const bool used =
+        std::any_of(cluster.devices.begin(), cluster.devices.end(),
+                    [&](const DeviceSpec& d) { return d.host == cluster.hosts[h].id; });
     if (!used) continue;
     busy_hosts.push_back(static_cast<int>(h));
     busy_names.push_back(cluster.hosts[h].id);

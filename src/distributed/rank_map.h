@@ -6,6 +6,10 @@
 
 namespace tandem::distributed {
 
+// True when this process is one of several started by mpirun/mpiexec (Open MPI's or PMIx's
+// environment says so): `tandem run` then runs as one rank of a multi-host plan.
+bool launched_by_mpi();
+
 // Which rank of an MPI job owns each host of a cluster, and so each device: a rank runs the
 // devices of one host.
 struct RankMap {

@@ -106,10 +106,18 @@ std::string render_cluster(const RunReport& report, const LatencyStats& stats) {
                    seconds_text(device.predicted_seconds),
                    percent_error(device.measured_seconds, device.predicted_seconds)});
   }
+  for (const ClusterRunFigures::HostLink& link : cluster.host_links) {
+    table.add_row({link.from + " -> " + link.to + " (" + human_bytes(link.bytes) + ")",
+                   seconds_text(link.measured_seconds), seconds_text(link.predicted_seconds),
+                   percent_error(link.measured_seconds, link.predicted_seconds)});
+  }
   table.add_separator();
   table.add_row({"latency (median)", seconds_text(stats.median),
                  seconds_text(cluster.predicted_latency_seconds),
                  percent_error(stats.median, cluster.predicted_latency_seconds)});
+  if (cluster.ranks > 0)
+    text +=
+        format("ranks       %d, one per host (%s)\n", cluster.ranks, cluster.rank_mapping.c_str());
   text += table.render();
   text += format(
       "measured on this machine, %d segment runs and %d transfers per run; "
@@ -163,6 +171,19 @@ nlohmann::json cluster_json(const ClusterRunFigures& cluster) {
                          {"devices", devices},
                          {"compiled", compiled}};
   if (!cluster.failover.empty()) json["failover"] = cluster.failover;
+  if (cluster.ranks > 0) {
+    nlohmann::json links = nlohmann::json::array();
+    for (const ClusterRunFigures::HostLink& link : cluster.host_links) {
+      links.push_back({{"from", link.from},
+                       {"to", link.to},
+                       {"bytes", static_cast<int64_t>(link.bytes)},
+                       {"network_s", link.measured_seconds},
+                       {"predicted_s", link.predicted_seconds}});
+    }
+    json["ranks"] = cluster.ranks;
+    json["rank_mapping"] = cluster.rank_mapping;
+    json["host_links"] = links;
+  }
   return json;
 }
 

@@ -59,6 +59,18 @@ struct ClusterRunFigures {
   std::vector<ProgramStats> compiled;
   int segments_run = 0, transfers_run = 0;  // in one run
   std::string failover;                     // what failed and how the run went on, when it did
+  // Across hosts (one MPI rank per host): how the ranks were given hosts, and per pair of
+  // hosts the tensors that crossed the network in one run, measured (median over the timed
+  // runs, first byte to last of each message, summed) beside the planner's transfer times.
+  int ranks = 0;  // 0: one process
+  std::string rank_mapping;
+  struct HostLink {
+    std::string from, to;  // host ids
+    double bytes = 0;
+    double measured_seconds = 0;
+    double predicted_seconds = 0;
+  };
+  std::vector<HostLink> host_links;
 };
 
 // What `tandem run` measured, on one device or a cluster: outputs, latency per run, memory,

@@ -28,18 +28,23 @@ Fault parse_fault(const std::string& text) {
   std::stringstream stream(text);
   for (std::string part; std::getline(stream, part, ':');) parts.push_back(part);
   if (parts.size() != 3 || parts[1].empty())
-    throw InputError("TANDEM_FAULT " + text, "expected fail:DEVICE:after=N or delay:DEVICE:ms=N");
+    throw InputError("TANDEM_FAULT " + text,
+                     "expected fail:DEVICE:after=N, crash:DEVICE:after=N or delay:DEVICE:ms=N");
   Fault fault;
   fault.device = parts[1];
   fault.text = text;
   if (parts[0] == "fail") {
     fault.kind = Fault::Kind::kFail;
     fault.after_segments = parse_count(parts[2], "after", text);
+  } else if (parts[0] == "crash") {
+    fault.kind = Fault::Kind::kCrash;
+    fault.after_segments = parse_count(parts[2], "after", text);
   } else if (parts[0] == "delay") {
     fault.kind = Fault::Kind::kDelay;
     fault.delay_ms = parse_count(parts[2], "ms", text);
   } else {
-    throw InputError("TANDEM_FAULT " + text, "unknown fault '" + parts[0] + "' (fail, delay)");
+    throw InputError("TANDEM_FAULT " + text,
+                     "unknown fault '" + parts[0] + "' (fail, crash, delay)");
   }
   return fault;
 }

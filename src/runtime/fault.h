@@ -6,13 +6,14 @@
 namespace tandem {
 
 // A fault injected into a multi-device run, to test that failures stop the run cleanly:
-// "fail:cpu1:after=3" fails device cpu1 when it starts its 4th segment; "delay:cpu1:ms=50"
-// delays each of its segments by 50 ms.
+// "fail:cpu1:after=3" fails device cpu1 when it starts its 4th segment; "crash:cpu1:after=3"
+// ends the whole process there instead, at once, as a lost host would (SIGKILL: nothing is
+// cleaned up or told); "delay:cpu1:ms=50" delays each of its segments by 50 ms.
 struct Fault {
-  enum class Kind { kFail, kDelay };
+  enum class Kind { kFail, kCrash, kDelay };
   Kind kind = Kind::kFail;
   std::string device;
-  int after_segments = 0;  // kFail
+  int after_segments = 0;  // kFail, kCrash
   int delay_ms = 0;        // kDelay
   std::string text;        // as written, for error messages
 };

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <csignal>
 #include <deque>
 #include <mutex>
 #include <set>
@@ -92,6 +93,7 @@ struct PlanExecutor::RunState {
   std::vector<double> busy;
   int segments_run = 0, transfers = 0, messages_received = 0;
   double bytes_received = 0;
+  std::vector<double> bytes_from_rank, seconds_from_rank;
   bool peer_failed = false;  // the error is another rank's
 
   void fail(std::exception_ptr failure) {
@@ -423,18 +425,20 @@ void PlanExecutor::build_messages() {
       for (int d = 0; d < static_cast<int>(devices_.size()); ++d) {
         if (rank_of(d) != here) continue;
         for (const Job& job : jobs_[d]) {
-          if (job.piece != piece) continue;
           const Segment& segment = *segments_[job.segment];
-          const CompiledSegment& compiled = *segment.compiled[piece_graph_[piece]];
-          if (index_in(graph_.inputs, value) >= 0 && index_in(compiled.inputs, value) >= 0 &&
-              index_in(message.env_of, d) < 0)
-            message.env_of.push_back(d);
-          const auto elsewhere = segment.readers_elsewhere.find(value);
-          if (elsewhere == segment.readers_elsewhere.end()) continue;
-          for (int reader : elsewhere->second) {
-            if (rank_of(reader) == here && index_in(message.copy_to, reader) < 0)
-              message.copy_to.push_back(reader);
-          }
+          if (job.piece != piece || index_in(graph_.inputs, value) < 0 ||
+              index_in(segment.compiled[piece_graph_[piece]]->inputs, value) < 0 ||
+              index_in(message.env_of, d) >= 0)
+            continue;
+          message.env_of.push_back(d);
+        }
+      }
+      for (const auto& producer : segments_) {  // the value's producer says who reads it
+        const auto elsewhere = producer->readers_elsewhere.find(value);
+        if (elsewhere == producer->readers_elsewhere.end()) continue;
+        for (int reader : elsewhere->second) {
+          if (rank_of(reader) == here && index_in(message.copy_to, reader) < 0)
+            message.copy_to.push_back(reader);
         }
       }
       if (to == 0) message.output = index_in(graph_.outputs, value);
@@ -477,6 +481,8 @@ std::vector<Transport::Receive> PlanExecutor::receives(RunState& state) {
                 piece_sizes_.size() > 1 ? message.piece : -1, bytes, state.iteration});
            ++state.messages_received;
            state.bytes_received += bytes;
+           state.bytes_from_rank[message.from] += bytes;
+           state.seconds_from_rank[message.from] += seconds_between(first, last);
          }});
   }
   return receives;
@@ -547,14 +553,19 @@ std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
   state.origin = recording_.every_run ? epoch_ : state.start;
   state.iteration = runs_recorded_;
   if (transport) {
-    transport->begin_run(receives(state), [&state, transport](int rank, const std::string& what) {
-      {
-        std::lock_guard lock(state.mutex);
-        if (!state.error) state.peer_failed = true;
-      }
-      state.fail(std::make_exception_ptr(DeviceFailure(
-          -1, "", transport->describe(transport->rank()) + ": stopped: " + what)));
-    });
+    state.bytes_from_rank.assign(transport->ranks(), 0.0);
+    state.seconds_from_rank.assign(transport->ranks(), 0.0);
+    try {
+      transport->begin_run(receives(state), [this, &state](int, const std::string& what) {
+        {
+          std::lock_guard lock(state.mutex);
+          if (!state.error) state.peer_failed = true;
+        }
+        state.fail(std::make_exception_ptr(DeviceFailure(-1, "", on_rank() + "stopped: " + what)));
+      });
+    } catch (const std::exception& error) {  // the ranks stopped before this run
+      throw DeviceFailure(-1, "", on_rank() + "stopped: " + error.what());
+    }
     if (root) {
       for (const Message& message : messages_) {
         const auto input = std::find(graph_.inputs.begin(), graph_.inputs.end(), message.value);
@@ -608,9 +619,9 @@ std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
       timeline_.tracks.push_back({name + " copy", name});
     }
     timeline_.tracks.push_back({"iterations", "run"});  // track device_count * 2
-    if (transport)  // track device_count * 2 + 1
-      timeline_.tracks.push_back({"network into " + transport->describe(transport->rank()),
-                                  "network"});
+    if (transport)                                      // track device_count * 2 + 1
+      timeline_.tracks.push_back(
+          {"network into " + transport->describe(transport->rank()), "network"});
   }
   timeline_.spans.insert(timeline_.spans.end(), std::make_move_iterator(state.spans.begin()),
                          std::make_move_iterator(state.spans.end()));
@@ -618,8 +629,14 @@ std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
                              "iteration", seconds_between(state.origin, state.start), seconds, -1,
                              0, state.iteration});
   ++runs_recorded_;
-  stats_ = RunStats{seconds,          state.busy, state.segments_run, state.transfers,
-                    state.messages_received, state.bytes_received};
+  stats_ = RunStats{seconds,
+                    state.busy,
+                    state.segments_run,
+                    state.transfers,
+                    state.messages_received,
+                    state.bytes_received,
+                    state.bytes_from_rank,
+                    state.seconds_from_rank};
   if (state.error) std::rethrow_exception(state.error);  // state's buffers go with it
   if (!root) return {};
 
@@ -672,9 +689,11 @@ void PlanExecutor::compute_worker(RunState& state, int device,
         where += " (micro-batch " + std::to_string(current->piece) + ")";
       where += ", op " + graph_.nodes[segment.nodes[failed]].label();
     }
-    state.fail(std::make_exception_ptr(DeviceFailure(device, name, on_rank() + where + ": " + error.what())));
+    state.fail(std::make_exception_ptr(
+        DeviceFailure(device, name, on_rank() + where + ": " + error.what())));
   } catch (...) {  // not a std::exception: still fail the run rather than end the process
-    state.fail(std::make_exception_ptr(DeviceFailure(device, name, on_rank() + name + ": unknown error")));
+    state.fail(
+        std::make_exception_ptr(DeviceFailure(device, name, on_rank() + name + ": unknown error")));
   }
 }
 
@@ -703,6 +722,7 @@ void PlanExecutor::run_job(RunState& state, const Job& job) {
     if (fault.device != devices_[device]->name()) continue;
     if (fault.kind == Fault::Kind::kFail && started >= fault.after_segments)
       throw std::runtime_error("injected fault (TANDEM_FAULT=" + fault.text + ")");
+    if (fault.kind == Fault::Kind::kCrash && started >= fault.after_segments) raise(SIGKILL);
     if (fault.kind == Fault::Kind::kDelay) {
       std::unique_lock lock(state.mutex);
       state.compute_ready[device].wait_for(lock, std::chrono::milliseconds(fault.delay_ms),

@@ -58,6 +58,8 @@ class PlanExecutor {
     int transfers = 0;
     int messages_received = 0;  // from other ranks
     double bytes_received = 0;
+    // By sending rank: bytes, and the time from each message's first byte to its last.
+    std::vector<double> bytes_from_rank, seconds_from_rank;
   };
 
   // `devices` follow the cluster's devices (the plan's indices); null where the plan puts
@@ -91,6 +93,8 @@ class PlanExecutor {
 
   // The measured timeline, as set_recording says; stats() are the last run's figures.
   const Timeline& timeline() const { return timeline_; }
+  // Where the timeline's time 0 lies on this process's steady clock.
+  std::chrono::steady_clock::time_point timeline_origin() const { return epoch_; }
   const RunStats& stats() const { return stats_; }
 
  private:

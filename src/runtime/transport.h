@@ -31,8 +31,9 @@ class Transport {
   };
   // Starts a run that expects `receives`; `on_peer_failure(rank, what)` is called, from the
   // transport's thread, when another rank fails (fail() there) or is lost.
-  virtual void begin_run(std::vector<Receive> receives,
-                         std::function<void(int rank, const std::string& what)> on_peer_failure) = 0;
+  virtual void begin_run(
+      std::vector<Receive> receives,
+      std::function<void(int rank, const std::string& what)> on_peer_failure) = 0;
   // Sends a host tensor; returns at once (the transport keeps the tensor until it is sent).
   virtual void send(int to, int tag, Tensor tensor) = 0;
   // This rank's run failed: tells every other rank (`what` names the device and op) and stops

@@ -24,52 +24,11 @@
 #include "plan/strategies.h"
 #include "plan/strategy.h"
 #include "runtime/executor.h"
+#include "runtime/zoo_model.h"
 #include "util/random_tensor.h"
 
 namespace tandem {
 namespace {
-
-const std::string kSource = TANDEM_SOURCE_DIR;
-
-std::vector<std::string> zoo_models() {
-  std::ifstream file(kSource + "/zoo/manifest.json");
-  std::vector<std::string> names;
-  if (!file) return names;
-  for (const auto& entry : nlohmann::json::parse(file)) names.push_back(entry["name"]);
-  return names;
-}
-
-// A zoo model at a batch size, fused as `tandem run` runs it, and how its batch splits (the
-// model re-bound at other batch sizes, for plans that split the batch).
-struct Model {
-  std::string path;
-  ImportOptions options;
-  Graph graph;
-  BatchSplit split;
-
-  Model(const std::string& name, int64_t batch_dim) {
-    path = kSource + "/zoo/" + name + "/model.onnx";
-    options.dims["batch"] = batch_dim;
-    ImportedModel model = import_onnx(path, options);
-    fuse_for_inference(model.graph);
-    split = find_batch_split(model, options, [](Graph& piece) { fuse_for_inference(piece); });
-    graph = std::move(model.graph);
-  }
-  PlanOptions plan_options() const {
-    PlanOptions plan;
-    plan.batch = split.batch;
-    plan.batch_unsplittable = split.refusal;
-    return plan;
-  }
-};
-
-std::vector<Tensor> random_inputs(const Graph& graph) {
-  std::mt19937_64 rng(7);
-  std::vector<Tensor> inputs;
-  for (int id : graph.inputs)
-    inputs.push_back(random_tensor(graph.values[id].type.dtype, graph.values[id].type.shape, rng));
-  return inputs;
-}
 
 // cpu0 on the first core, cpu1 on the next (the same core when there is only one).
 struct SplitCpu {
