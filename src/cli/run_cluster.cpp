@@ -362,10 +362,6 @@ std::optional<RunReport> run_on_ranks(RankWorld& ranks, const RunOptions& option
                                       const std::vector<Tensor>& inputs) {
   const distributed::MpiWorld& world = ranks.world;
   const bool root = world.rank() == 0;
-  if (options.failover)
-    throw InputError("--failover",
-                     "not across ranks: Open MPI cannot go on without a lost rank, and a re-plan "
-                     "onto the surviving hosts is not built yet (docs/MPI.md)");
   const Graph& graph = model.graph;
   const Cluster cluster = load_cluster(options.cluster);
   const CostModel cost(cluster);
@@ -397,72 +393,116 @@ std::optional<RunReport> run_on_ranks(RankWorld& ranks, const RunOptions& option
   plan_options.batch_unsplittable = split.refusal;
   plan_options.microbatches = options.microbatches;
   const PlanningProblem problem(graph, cost.cluster(), cost, plan_options);
-  // Rank 0 plans; the others run the plan it sends.
+  // Rank 0 plans; the others run the plan it sends. Then every rank prepares its segments and
+  // rank 0 runs the schedule, telling the others before each run whether it is timed.
+  const bool record_ops = !options.trace.empty() || !options.report.empty() || options.profile;
   Plan plan;
-  std::string plan_text;
-  error.clear();
-  if (root) {
+  std::unique_ptr<distributed::MpiTransport> transport;
+  std::unique_ptr<PlanExecutor> executor;
+  double prepare_seconds = 0;
+  std::vector<double> offsets;
+  RankFigures figures;
+  TimedRuns runs;
+  std::vector<Tensor> outputs;
+  const auto attempt = [&](const PlanningProblem& planned, const std::string& strategy) {
+    executor.reset();  // a failed attempt's; its transport goes with it
+    transport.reset();
+    figures = RankFigures{};
+    std::string plan_text, error;
+    if (root) {
+      try {
+        plan = make_plan(options, planned, strategy);
+        if (options.verbose) say_plan(plan, planned);
+        plan_text = plan_json(plan, planned, PlanProvenance{}).dump();
+      } catch (const std::exception& failure) {
+        error = message_of(failure);
+      }
+    }
+    agree(world, error, "cannot plan");
+    plan_text = world.broadcast(plan_text);
+    error.clear();
+    const auto start = std::chrono::steady_clock::now();
     try {
-      plan = make_plan(options, problem, options.strategy);
-      if (options.verbose) say_plan(plan, problem);
-      plan_text = plan_json(plan, problem, PlanProvenance{}).dump();
+      if (!root) plan = plan_from_json(nlohmann::json::parse(plan_text), planned, "rank 0's plan");
+      transport = std::make_unique<distributed::MpiTransport>(world);
+      PlanExecutor::Options executor_options;
+      executor_options.faults = faults_from_environment();
+      executor_options.transport = transport.get();
+      executor_options.device_rank = map.rank_of_device;
+      std::vector<Device*> pointers;
+      for (const auto& device : devices) pointers.push_back(device.get());
+      executor = std::make_unique<PlanExecutor>(graph, plan, pointers, split, executor_options);
     } catch (const std::exception& failure) {
       error = message_of(failure);
     }
-  }
-  agree(world, error, "cannot plan");
-  plan_text = world.broadcast(plan_text);
-  error.clear();
-  std::unique_ptr<distributed::MpiTransport> transport;
-  std::unique_ptr<PlanExecutor> executor;
-  const auto start = std::chrono::steady_clock::now();
-  try {
-    if (!root) plan = plan_from_json(nlohmann::json::parse(plan_text), problem, "rank 0's plan");
-    transport = std::make_unique<distributed::MpiTransport>(world);
-    PlanExecutor::Options executor_options;
-    executor_options.faults = faults_from_environment();
-    executor_options.transport = transport.get();
-    executor_options.device_rank = map.rank_of_device;
-    std::vector<Device*> pointers;
-    for (const auto& device : devices) pointers.push_back(device.get());
-    executor = std::make_unique<PlanExecutor>(graph, plan, pointers, split, executor_options);
-  } catch (const std::exception& failure) {
-    error = message_of(failure);
-  }
-  agree(world, error, "cannot prepare its segments");
-  const double prepare_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const std::vector<double> offsets = world.clock_offsets();
-
-  // Rank 0 runs the schedule and tells the others before each run whether it is timed.
-  const bool record_ops = !options.trace.empty() || !options.report.empty() || options.profile;
-  RankFigures figures;
-  bool recording = false;
-  std::vector<Tensor> outputs;
-  const auto run_once = [&](bool timed) {
-    if (timed && !recording) {
-      executor->set_recording({.every_run = true, .ops = record_ops});
-      recording = true;
+    agree(world, error, "cannot prepare its segments");
+    prepare_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    offsets = world.clock_offsets();
+    bool recording = false;
+    const auto run_once = [&](bool timed) {
+      if (timed && !recording) {
+        executor->set_recording({.every_run = true, .ops = record_ops});
+        recording = true;
+      }
+      // After each run the ranks agree on how it went: a rank whose part finished before
+      // another failed must stop too, and each then knows which device failed.
+      std::string what, device;
+      try {
+        outputs = executor->run(root ? std::span<const Tensor>(inputs) : std::span<const Tensor>());
+      } catch (const DeviceFailure& failure) {
+        what = failure.what();
+        device = failure.device_name();
+      }
+      const std::vector<std::string> failed = world.all_gather(what);
+      const std::vector<std::string> failed_devices = world.all_gather(device);
+      for (size_t r = 0; r < failed.size(); ++r) {
+        if (failed[r].empty()) continue;
+        const size_t named =
+            static_cast<size_t>(std::find_if(failed_devices.begin(), failed_devices.end(),
+                                             [](const std::string& d) { return !d.empty(); }) -
+                                failed_devices.begin());
+        throw DeviceFailure(
+            -1, named < failed_devices.size() ? failed_devices[named] : "",
+            what.empty() ? world.describe(world.rank()) + ": stopped: " + failed[r] : what);
+      }
+      const PlanExecutor::RunStats& stats = executor->stats();
+      if (timed) {
+        for (int d : positions) figures.busy[d].push_back(stats.busy_seconds[d]);
+        figures.seconds_from_rank.push_back(stats.seconds_from_rank);
+        figures.bytes_from_rank.push_back(stats.bytes_from_rank);
+      }
+      return stats.seconds;
+    };
+    if (root) {
+      runs = time_runs(schedule, [&](bool timed) {
+        world.broadcast(timed ? "timed" : "warm-up");
+        return run_once(timed);
+      });
+      world.broadcast("done");
+    } else {
+      for (std::string next = world.broadcast(""); next != "done"; next = world.broadcast(""))
+        run_once(next == "timed");
     }
-    outputs = executor->run(root ? std::span<const Tensor>(inputs) : std::span<const Tensor>());
-    const PlanExecutor::RunStats& stats = executor->stats();
-    if (timed) {
-      for (int d : positions) figures.busy[d].push_back(stats.busy_seconds[d]);
-      figures.seconds_from_rank.push_back(stats.seconds_from_rank);
-      figures.bytes_from_rank.push_back(stats.bytes_from_rank);
-    }
-    return stats.seconds;
   };
-  TimedRuns runs;
-  if (root) {
-    runs = time_runs(schedule, [&](bool timed) {
-      world.broadcast(timed ? "timed" : "warm-up");
-      return run_once(timed);
-    });
-    world.broadcast("done");
-  } else {
-    for (std::string next = world.broadcast(""); next != "done"; next = world.broadcast(""))
-      run_once(next == "timed");
+  const PlanningProblem* planned = &problem;
+  std::optional<PlanningProblem> replanned;
+  std::string failover_note;
+  try {
+    attempt(problem, options.strategy);
+  } catch (const DeviceFailure& failure) {
+    if (!options.failover || failure.device_name().empty()) throw;
+    // Every rank knows which device failed: re-plan with `auto` onto the others, from the start.
+    PlanOptions remaining = plan_options;
+    remaining.excluded.push_back(failure.device_name());
+    if (root)
+      std::fprintf(stderr, "tandem: %s failed (%s); failing over: re-planning onto the others\n",
+                   failure.device_name().c_str(), failure.what());
+    replanned.emplace(graph, cost.cluster(), cost, remaining);
+    planned = &*replanned;
+    attempt(*replanned, "auto");
+    failover_note = "failover    " + failure.device_name() +
+                    " failed; re-planned with auto onto the remaining devices and finished\n";
   }
   figures.segments_run = executor->stats().segments_run;
   figures.transfers_run = executor->stats().transfers;
@@ -496,7 +536,7 @@ std::optional<RunReport> run_on_ranks(RankWorld& ranks, const RunOptions& option
   }
   run.timeline =
       distributed::merge_rank_timelines(rank_timelines, offsets, map.rank_of_device, ids);
-  write_report(options, run, problem, model, split);
+  write_report(options, run, *planned, model, split);
   if (!options.trace.empty()) {
     run.timeline.source =
         "measured on " + std::to_string(world.size()) + " ranks (" + options.cluster + ")";
@@ -507,7 +547,8 @@ std::optional<RunReport> run_on_ranks(RankWorld& ranks, const RunOptions& option
   report.warmup_runs = run.runs.warmup_runs;
   report.latencies_seconds = run.runs.latencies_seconds;
   report.duration_seconds = run.runs.duration_seconds;
-  report.cluster = figures_of(run, problem, compile_stats(devices), options.cluster);
+  report.cluster = figures_of(run, *planned, compile_stats(devices), options.cluster);
+  report.cluster->failover = failover_note;
   report.cluster->ranks = world.size();
   report.cluster->rank_mapping = map.how;
   report.cluster->host_links = host_links(all, map, cost.cluster(), plan);

@@ -195,13 +195,27 @@ class MpiRun(unittest.TestCase):
         self.assertIn("2 hosts hold devices (host-a, host-b) but the job has 3 ranks",
                       result.stderr)
 
-    def test_failover_is_refused_across_ranks(self):
-        entry = next(e for e in manifest() if e["name"] == "mlp")
+    def test_failover_replans_onto_the_other_host_and_finishes(self):
+        entry = next(e for e in manifest() if e["name"] == "resnet")
         result = mpirun(2, "run", *model_args(entry), "--cluster", cluster("mpi-two-hosts.yaml"),
-                        "--failover")
-        self.assertEqual(result.returncode, 2, result.stderr)
-        self.assertIn("tandem: error: --failover: not across ranks", result.stderr)
+                        "--strategy", "pipeline", "--iterations", "2", "--failover",
+                        fault="fail:cpu1:after=0")
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("cpu1 failed", result.stderr)
+        self.assertIn("failover    cpu1 failed; re-planned", result.stdout)
+        self.assertIn("match", result.stdout)
 
+    def test_a_data_parallel_failure_stops_the_rank_whose_share_finished(self):
+        # cpu1's share finishes before cpu0 fails: rank 1 must still stop, not wait forever.
+        entry = next(e for e in manifest() if e["name"] == "mlp")
+        start = time.monotonic()
+        result = mpirun(2, "run", *model_args(entry), "--cluster", cluster("mpi-two-hosts.yaml"),
+                        "--strategy", "data-parallel", "--iterations", "3",
+                        fault="fail:cpu0:after=1")
+        self.assertLess(time.monotonic() - start, 60)
+        self.assertEqual(result.returncode, 4, result.stdout + result.stderr)
+        self.assertIn("rank 0 (", result.stderr)
+        self.assertIn("cpu0: segment", result.stderr)
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
