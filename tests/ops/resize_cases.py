@@ -1,16 +1,27 @@
 """Expected values of tests/ops/tensor_resize_test.cpp's table, from ONNX Runtime.
 
-    .venv/bin/python tests/ops/resize_cases.py             # the resize_cases() table
+    .venv/bin/python tests/ops/resize_cases.py             # writes tests/ops/resize_cases.json
+    .venv/bin/python tests/ops/resize_cases.py -o FILE     # writes the same table to FILE
     .venv/bin/python tests/ops/resize_cases.py --threaded  # ThreadedMatchesOnnxRuntime's values
 
 Each case runs a one-node Resize model through ONNX Runtime 1.20 (CPU) and the onnx 1.17
 reference evaluator. The values are ONNX Runtime's; where ONNX Runtime has no kernel for a case
-(cubic other than 2-D, rank 1, linear over a batch axis) they are the reference's. A comment
-marks those cases, and the cases where the reference differs from ONNX Runtime: where the
+(cubic other than 2-D, rank 1, linear over a batch axis) they are the reference's. A case's
+"note" marks those cases, and the cases where the reference differs from ONNX Runtime: where the
 integer output length matters (align_corners and tf_crop_and_resize with a fractional
 in * scale, pytorch_half_pixel with a one-element output), the reference uses the fractional
 length or -0.5; ONNX Runtime and the spec's formulas use the integer length and 0.
+
+The file is JSON, one case a line, read by the test at run time (MatchesOnnxRuntime): per case
+its name, the note (only where there is one), the Resize attributes (a string, an integer, a
+float, written with a decimal point, or a list of integers, as ONNX's helper.make_node types
+them), the opset, X's shape and values, roi, scales and sizes ([] for an omitted input), and the
+expected shape and values. Floats are float32 values written with at most 9 significant digits,
+which read back as the same float32.
 """
+import argparse
+import json
+import os
 import sys
 import warnings
 
@@ -56,26 +67,15 @@ def evaluate(attrs, x, roi, scales, sizes, opset):
 
 
 def floats(values):
-    return "{" + ", ".join("%.9g" % v for v in np.asarray(values, np.float64).ravel()) + "}"
+    """float32 values as Python floats that print with 9 significant digits (exact in float32)."""
+    return [float("%.9g" % v) for v in np.asarray(values, np.float64).ravel()]
 
 
 def ints(values):
-    return "{" + ", ".join(str(int(v)) for v in np.asarray(values).ravel()) + "}"
+    return [int(v) for v in np.asarray(values).ravel()]
 
 
-def attr_code(attrs):
-    parts = []
-    for key, value in attrs.items():
-        if isinstance(value, str):
-            parts.append('{"%s", std::string("%s")}' % (key, value))
-        elif isinstance(value, float):
-            text = "%.9g" % value
-            parts.append('{"%s", %s%sf}' % (key, text, "" if "." in text or "e" in text else ".0"))
-        elif isinstance(value, list):
-            parts.append('{"%s", std::vector<int64_t>%s}' % (key, ints(value)))
-        else:
-            parts.append('{"%s", int64_t{%d}}' % (key, value))
-    return "{" + ", ".join(parts) + "}"
+CASES = []
 
 
 def case(name, attrs, x, roi=None, scales=None, sizes=None, opset=19):
@@ -86,12 +86,29 @@ def case(name, attrs, x, roi=None, scales=None, sizes=None, opset=19):
         agrees = "the onnx reference differs"
     else:
         agrees = "the onnx reference agrees"
+    entry = {"name": name}
     if source != "ORT" or agrees != "the onnx reference agrees":
-        print("    // %s; %s." % (source, agrees))
-    print('    {"%s", %s, %d, %s, %s, %s, %s, %s, %s, %s},' % (
-        name, attr_code(attrs), opset, ints(x.shape), floats(x), floats([] if roi is None else roi),
-        floats([] if scales is None else scales), ints([] if sizes is None else sizes),
-        ints(y.shape), floats(y)))
+        entry["note"] = "%s; %s." % (source, agrees)
+    entry.update({
+        "attributes": {k: floats([v])[0] if isinstance(v, float) else v
+                       for k, v in attrs.items()},
+        "opset": opset, "shape": ints(x.shape), "x": floats(x),
+        "roi": floats([] if roi is None else roi),
+        "scales": floats([] if scales is None else scales),
+        "sizes": ints([] if sizes is None else sizes), "expected_shape": ints(y.shape),
+        "expected": floats(y)})
+    CASES.append(entry)
+
+
+def write(path):
+    lines = ",\n".join("    " + json.dumps(c) for c in CASES)
+    with open(path, "w") as f:
+        f.write('{\n  "about": %s,\n  "cases": [\n%s\n  ]\n}\n' % (json.dumps(
+            "Resize cases of tests/ops/tensor_resize_test.cpp (MatchesOnnxRuntime): expected "
+            "values from ONNX Runtime 1.20, written by tests/ops/resize_cases.py (its docstring "
+            "describes the fields and the notes); regenerate it with that script, do not edit "
+            "it by hand."), lines))
+    print("resize_cases: %d cases written to %s" % (len(CASES), path))
 
 
 def threaded():
@@ -106,7 +123,14 @@ def threaded():
 
 
 def main():
-    if "--threaded" in sys.argv:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-o", "--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                        "resize_cases.json"),
+                    help="the JSON file to write (default: resize_cases.json beside this script)")
+    ap.add_argument("--threaded", action="store_true",
+                    help="print ThreadedMatchesOnnxRuntime's values instead")
+    args = ap.parse_args()
+    if args.threaded:
         return threaded()
     grid = np.array([[1, 3, 2, 8], [5, 0, 4, 6], [7, 9, 1, 2]], np.float32).reshape(1, 1, 3, 4)
     roi = np.array([0, 0, 0.2, 0.1, 1, 1, 0.9, 1.2], np.float32)
@@ -156,6 +180,7 @@ def main():
     case("cubic_rank1", {"mode": "cubic", "coordinate_transformation_mode": "asymmetric"}, line,
          None, None, np.array([8], np.int64))
     case("linear_rank1_down", {"mode": "linear"}, line, None, np.array([0.5], np.float32))
+    write(args.out)
 
 
 if __name__ == "__main__":
