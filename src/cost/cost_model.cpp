@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 
 #include "backends/registry.h"
 #include "cost/gemm_shape.h"
@@ -167,6 +168,7 @@ CostModel::CostModel(const Cluster& cluster, CostOptions options)
     }
     add_device(static_cast<int>(d), std::move(profile));
   }
+  build_indices();
 }
 
 CostModel::CostModel(const Cluster& cluster, const std::map<int, CalibrationProfile>& profiles,
@@ -177,6 +179,60 @@ CostModel::CostModel(const Cluster& cluster, const std::map<int, CalibrationProf
     add_device(static_cast<int>(d),
                found == profiles.end() ? nullptr
                                        : std::make_shared<const CalibrationProfile>(found->second));
+  }
+  build_indices();
+}
+
+void CostModel::build_indices() {
+  router_.emplace(cluster_);
+  std::set<std::string, std::less<>> switches;
+  for (const HostSpec& host : cluster_.hosts) {
+    if (host.is_switch) switches.insert(host.id);
+  }
+  to_switch_.assign(2 * cluster_.links.size(), false);
+  for (size_t l = 0; l < cluster_.links.size(); ++l) {
+    to_switch_[2 * l] = switches.count(cluster_.links[l].from) > 0;
+    to_switch_[2 * l + 1] = switches.count(cluster_.links[l].to) > 0;
+  }
+  // Devices alike in everything op_time reads: candidates by preset and kind, then compared.
+  const auto same_figure = [](const Figure& a, const Figure& b) {
+    return a.value == b.value && a.source == b.source && a.note == b.note;
+  };
+  const auto same_figures = [&](const DeviceFigures& a, const DeviceFigures& b) {
+    for (size_t p = 0; p < kPrecisionCount; ++p) {
+      if (!same_figure(a.matrix_flops[p], b.matrix_flops[p]) ||
+          !same_figure(a.vector_flops[p], b.vector_flops[p]))
+        return false;
+    }
+    return same_figure(a.memory_bytes, b.memory_bytes) &&
+           same_figure(a.memory_bandwidth, b.memory_bandwidth) &&
+           same_figure(a.launch_overhead, b.launch_overhead) &&
+           same_figure(a.step_overhead, b.step_overhead) &&
+           same_figure(a.price_per_hour, b.price_per_hour) && a.matrix_tile == b.matrix_tile &&
+           a.matrix_tile_source == b.matrix_tile_source;
+  };
+  const auto twins = [&](int a, int b) {
+    const DeviceSpec& x = cluster_.devices[a];
+    const DeviceSpec& y = cluster_.devices[b];
+    return x.kind == y.kind && x.backend == y.backend && x.plugin == y.plugin &&
+           x.preset == y.preset && x.cores == y.cores && x.profile == y.profile &&
+           devices_[a].profile == devices_[b].profile &&
+           devices_[a].profile_file == devices_[b].profile_file &&
+           same_figures(x.figures, y.figures);
+  };
+  std::map<std::pair<std::string, int>, std::vector<int>> by_preset;
+  cost_twin_.assign(cluster_.devices.size(), 0);
+  for (size_t d = 0; d < cluster_.devices.size(); ++d) {
+    const DeviceSpec& spec = cluster_.devices[d];
+    std::vector<int>& candidates = by_preset[{spec.preset, static_cast<int>(spec.kind)}];
+    cost_twin_[d] = static_cast<int>(d);
+    for (int first : candidates) {
+      if (twins(first, static_cast<int>(d))) {
+        cost_twin_[d] = first;
+        break;
+      }
+    }
+    if (cost_twin_[d] == static_cast<int>(d)) candidates.push_back(static_cast<int>(d));
   }
 }
 
@@ -441,9 +497,75 @@ std::string CostModel::source_of(const Figure& figure, int device) const {
 
 double CostModel::transfer_seconds(double bytes, int from_device, int to_device) const {
   if (from_device == to_device) return 0;
+  return path_seconds(bytes, router_->path(from_device, to_device));
+}
+
+double CostModel::path_seconds(double bytes, std::span<const Cluster::Hop> path) const {
   double seconds = 0;
-  for (const Cluster::Hop& hop : cluster_.path(from_device, to_device)) {
-    seconds += hop_seconds(bytes, hop);
+  double latency = 0, bandwidth = kInfinity;  // of the stretch so far
+  for (const Cluster::Hop& hop : path) {
+    if (!relays(hop) && bandwidth == kInfinity) {
+      seconds += hop_seconds(bytes, hop);  // a hop alone: store and forward
+      continue;
+    }
+    const LinkSpec& link = cluster_.links.at(hop.link);
+    const Figure& figure = hop.forward ? link.bandwidth_forward : link.bandwidth_backward;
+    latency += link.latency.value;
+    bandwidth = std::min(bandwidth, figure.known() ? figure.value : 0.0);
+    if (relays(hop)) continue;  // on through the switch
+    seconds += bandwidth > 0 ? latency + bytes / bandwidth : kInfinity;
+    latency = 0, bandwidth = kInfinity;
+  }
+  if (bandwidth < kInfinity) seconds += bandwidth > 0 ? latency + bytes / bandwidth : kInfinity;
+  return seconds;
+}
+
+std::vector<std::vector<double>> CostModel::transfer_seconds_from(
+    int from_device, std::span<const double> sizes) const {
+  const Router::Tree tree = router_->tree_from(from_device);
+  const size_t states = tree.previous_state.size();
+  // Along the tree from the device, as path_seconds goes along a path: per state the seconds
+  // of the stretches closed so far (per size), and the open stretch's latency and bandwidth.
+  std::vector<std::vector<double>> closed(sizes.size(), std::vector<double>(states, 0));
+  std::vector<double> open_latency(states, 0), open_bandwidth(states, kInfinity);
+  for (int current : tree.settled) {
+    if (current == tree.start) continue;
+    const int previous = tree.previous_state[current];
+    const Cluster::Hop& hop = tree.previous_hop[current];
+    if (!relays(hop) && open_bandwidth[previous] == kInfinity) {
+      for (size_t s = 0; s < sizes.size(); ++s)
+        closed[s][current] = closed[s][previous] + hop_seconds(sizes[s], hop);
+      continue;
+    }
+    const LinkSpec& link = cluster_.links.at(hop.link);
+    const Figure& figure = hop.forward ? link.bandwidth_forward : link.bandwidth_backward;
+    const double latency = open_latency[previous] + link.latency.value;
+    const double bandwidth =
+        std::min(open_bandwidth[previous], figure.known() ? figure.value : 0.0);
+    if (relays(hop)) {
+      for (size_t s = 0; s < sizes.size(); ++s) closed[s][current] = closed[s][previous];
+      open_latency[current] = latency;
+      open_bandwidth[current] = bandwidth;
+      continue;
+    }
+    for (size_t s = 0; s < sizes.size(); ++s) {
+      closed[s][current] =
+          closed[s][previous] + (bandwidth > 0 ? latency + sizes[s] / bandwidth : kInfinity);
+    }
+  }
+  const int devices = static_cast<int>(cluster_.devices.size());
+  std::vector<std::vector<double>> seconds(sizes.size(), std::vector<double>(devices, 0));
+  for (int to = 0; to < devices; ++to) {
+    if (to == from_device) continue;
+    const int reached = tree.reached[to];
+    for (size_t s = 0; s < sizes.size(); ++s) {
+      double total = closed[s][reached];
+      if (open_bandwidth[reached] < kInfinity)
+        total += open_bandwidth[reached] > 0
+                     ? open_latency[reached] + sizes[s] / open_bandwidth[reached]
+                     : kInfinity;
+      seconds[s][to] = total;
+    }
   }
   return seconds;
 }

@@ -2,6 +2,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "cost/matmul_efficiency.h"
 #include "devices/cluster.h"
 #include "devices/profile.h"
+#include "devices/routing.h"
 #include "ir/graph.h"
 
 namespace tandem {
@@ -61,10 +64,28 @@ class CostModel {
   OpTime op_time(const Node& node, const Graph& graph, int device) const;
 
   // Seconds to move `bytes` from one device to another over Cluster::path, store and forward:
-  // every hop pays its latency and the bytes at its bandwidth in the direction crossed. Zero
-  // for the same device.
+  // every hop pays its latency and the bytes at its bandwidth in the direction crossed, except
+  // that hops joined at a switch are one stretch: their latencies and the bytes once, at the
+  // stretch's least bandwidth (path_seconds). Zero for the same device.
   double transfer_seconds(double bytes, int from_device, int to_device) const;
   double hop_seconds(double bytes, const Cluster::Hop& hop) const;
+  // The same for a path given (Router::path's, Cluster::path's).
+  double path_seconds(double bytes, std::span<const Cluster::Hop> path) const;
+  // transfer_seconds(bytes, from_device, to) for every device `to` and each of `sizes`: one
+  // routing search for them all. result[size][to], bit for bit transfer_seconds's figure.
+  std::vector<std::vector<double>> transfer_seconds_from(int from_device,
+                                                         std::span<const double> sizes) const;
+  // Whether crossing `hop` arrives at a switch: the transfer goes on over the next hop without
+  // being staged (arrives_at_switch, devices/routing.h).
+  bool relays(const Cluster::Hop& hop) const {
+    return to_switch_[2 * static_cast<size_t>(hop.link) + (hop.forward ? 1 : 0)];
+  }
+  // The cluster's routes, its routing graph built once (devices/routing.h).
+  const Router& router() const { return *router_; }
+  // The first device whose ops cost exactly what this one's do (the same kind, backend, plugin,
+  // preset, cores, profile and figures, sources included): op_time on either gives the same.
+  // A cluster of 8,192 alike GPUs is costed once per op, not 8,192 times.
+  int cost_twin(int device) const { return cost_twin_[device]; }
 
  private:
   struct DeviceModel {
@@ -87,9 +108,15 @@ class CostModel {
   // The label of a figure's source as OpTime::source gives it.
   std::string source_of(const Figure& figure, int device) const;
 
+  // Routes, switch ends and cost twins, once the devices' profiles have set the figures.
+  void build_indices();
+
   Cluster cluster_;
   CostOptions options_;
   std::vector<DeviceModel> devices_;
+  std::optional<Router> router_;
+  std::vector<bool> to_switch_;  // per link and direction (2 * link + forward)
+  std::vector<int> cost_twin_;
   struct WeightBytes {
     size_t values = 0, nodes = 0;  // the graph's size when counted, to notice a new graph
     double bytes = 0;

@@ -71,6 +71,10 @@ struct LinkSpec {
 struct HostSpec {
   std::string id;
   int line = 0;
+  // A network switch (`switch: true`): no devices, only network links; it forwards a transfer
+  // without staging it, so a path through it pays each link's latency and the slowest link's
+  // bandwidth once.
+  bool is_switch = false;
 };
 
 struct Cluster {
@@ -82,7 +86,9 @@ struct Cluster {
   int device_index(const std::string& id) const;  // -1 when unknown
   // The links a tensor crosses from device a to device b, in order, with the direction each
   // is crossed in (true = from -> to). Empty when a == b. Devices in different hosts go
-  // device -> host -> network -> host -> device. Throws when there is no path.
+  // device -> host -> network -> host -> device (through switches where the network has them).
+  // Throws when there is no path. Each call searches the whole cluster: for many pairs, one
+  // Router (devices/routing.h) answers every path from a device in one search.
   struct Hop {
     int link;
     bool forward;

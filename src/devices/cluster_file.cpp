@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <unordered_map>
 
 #include "devices/cluster.h"
 #include "devices/figures_yaml.h"
@@ -137,22 +138,32 @@ class ClusterReader {
     file_.expect_sequence(hosts, "hosts");
     for (size_t i = 0; i < hosts.size(); ++i) {
       const std::string field = "hosts[" + std::to_string(i) + "]";
-      if (hosts[i].IsMap()) file_.check_keys(hosts[i], field, {"id"});
+      if (hosts[i].IsMap()) file_.check_keys(hosts[i], field, {"id", "switch"});
       const YAML::Node id_node = hosts[i].IsMap() ? hosts[i]["id"] : hosts[i];
       if (!id_node) file_.fail(hosts[i], field, "missing 'id'");
       HostSpec host;
       host.id = file_.scalar(id_node, field + ".id");
       host.line = YamlFile::line(id_node);
+      if (hosts[i].IsMap() && hosts[i]["switch"]) {
+        const std::string value = file_.scalar(hosts[i]["switch"], field + ".switch");
+        if (value != "true" && value != "false")
+          file_.fail(hosts[i]["switch"], field + ".switch", "expected true or false");
+        host.is_switch = value == "true";
+      }
       claim_id(host.id, id_node, field + ".id");
+      host_index_.emplace(host.id, cluster_.hosts.size());
       cluster_.hosts.push_back(host);
     }
   }
 
   const HostSpec* find_host(std::string_view id) const {
-    for (const HostSpec& host : cluster_.hosts) {
-      if (host.id == id) return &host;
-    }
-    return nullptr;
+    const auto found = host_index_.find(std::string(id));
+    return found == host_index_.end() ? nullptr : &cluster_.hosts[found->second];
+  }
+
+  int device_index(const std::string& id) const {
+    const auto found = device_index_.find(id);
+    return found == device_index_.end() ? -1 : found->second;
   }
 
   void read_devices(const YAML::Node& devices) {
@@ -209,6 +220,10 @@ class ClusterReader {
     if (!find_host(device.host)) {
       file_.fail(node["host"], field + ".host",
                  "unknown host '" + device.host + "' (hosts: " + host_names() + ")");
+    }
+    if (find_host(device.host)->is_switch) {
+      file_.fail(node["host"], field + ".host",
+                 "'" + device.host + "' is a switch: devices sit in hosts");
     }
 
     device.backend = device.kind == DeviceKind::kCpu ? BackendKind::kCpu : BackendKind::kNone;
@@ -268,6 +283,7 @@ class ClusterReader {
       DeviceSpec copy = device;
       copy.id = node["count"] ? id + std::to_string(n) : id;
       claim_id(copy.id, node["id"], field + ".id");
+      device_index_.emplace(copy.id, static_cast<int>(cluster_.devices.size()));
       cluster_.devices.push_back(std::move(copy));
       host_links_.push_back(host_link);
       device_fields_.push_back(field);
@@ -304,11 +320,10 @@ class ClusterReader {
 
   // What an endpoint id names: a device index, or -1 - host index; nullopt when unknown.
   std::optional<int> endpoint(const std::string& id) const {
-    const int device = cluster_.device_index(id);
+    const int device = device_index(id);
     if (device >= 0) return device;
-    for (size_t h = 0; h < cluster_.hosts.size(); ++h) {
-      if (cluster_.hosts[h].id == id) return -1 - static_cast<int>(h);
-    }
+    const auto host = host_index_.find(id);
+    if (host != host_index_.end()) return -1 - static_cast<int>(host->second);
     return std::nullopt;
   }
 
@@ -554,7 +569,7 @@ class ClusterReader {
   void add_implicit_links() {
     std::set<std::string> linked_to_host;
     for (const LinkSpec& link : cluster_.links) {
-      const int from = cluster_.device_index(link.from), to = cluster_.device_index(link.to);
+      const int from = device_index(link.from), to = device_index(link.to);
       if (from >= 0 && to < 0) linked_to_host.insert(link.from);
       if (to >= 0 && from < 0) linked_to_host.insert(link.to);
     }
@@ -580,7 +595,9 @@ class ClusterReader {
   const YamlFile& file_;
   const PresetLibrary& presets_;
   Cluster cluster_;
-  std::map<std::string, int, std::less<>> ids_;  // id -> line
+  std::map<std::string, int, std::less<>> ids_;         // id -> line
+  std::unordered_map<std::string, size_t> host_index_;  // id -> index in cluster_.hosts
+  std::unordered_map<std::string, int> device_index_;   // id -> index in cluster_.devices
   std::map<std::pair<std::string, std::string>, int> linked_pairs_;
   std::vector<std::string> host_links_;     // per device: its host-link preset, if any
   std::vector<std::string> device_fields_;  // per device: "devices[i]"

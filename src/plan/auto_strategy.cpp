@@ -2,11 +2,13 @@
 // evaluator on the objective; the best is refined by local search (moving single nodes across
 // segment boundaries, merging whole segments into a neighbour's device, and on small graphs
 // every node to every device; or shifting stage boundaries of a pipeline, or samples of a
-// data-parallel split), each move kept only when the evaluator says it is better and memory
+// data-parallel split, on large clusters also one from every device of a class at once), each
+// move kept only when the evaluator says it is better and memory
 // still fits. Since every single device is a candidate
 // and moves only improve, the result is never worse than the best single device that holds
 // the model.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "plan/chain_placement.h"
@@ -45,6 +47,10 @@ class LocalSearch {
  public:
   LocalSearch(const PlanningProblem& problem, Plan plan)
       : problem_(problem), best_(std::move(plan)), best_score_(score(problem, best_)) {
+    // What the search never reads, and every candidate would copy (a data-parallel plan's
+    // segments are the whole order once per device): run() evaluates the plan kept in full.
+    best_.figure_sources.clear();
+    if (!best_.batch_share.empty()) best_.segments.clear();
     double edges = 0;
     for (int n = 0; n < problem.node_count(); ++n) edges += problem.successors(n).size();
     budget_ = std::clamp(static_cast<int>(kSearchWork / (problem.node_count() + edges + 1)),
@@ -55,13 +61,17 @@ class LocalSearch {
     bool improved = true;
     while (improved && budget_ > 0) {
       if (!best_.batch_share.empty()) {
-        improved = move_samples();
+        const bool large = problem_.device_count() > kEverySingleDeviceUpTo;
+        improved = (large && move_class_samples()) | move_samples();
       } else if (!best_.stages.empty()) {
         improved = shift_stage_boundaries();
       } else {
         improved = move_nodes() | merge_segments() | move_every_node();
       }
     }
+    // Candidates were evaluated for the search only (no figure sources, no data-parallel
+    // segments): the plan kept gets every field.
+    evaluate_plan(problem_, best_);
     return std::move(best_);
   }
 
@@ -70,7 +80,7 @@ class LocalSearch {
   bool try_plan(Plan candidate) {
     if (budget_ <= 0) return false;
     --budget_;
-    evaluate_plan(problem_, candidate);
+    evaluate_for_search(problem_, candidate);
     const double candidate_score = score(problem_, candidate);
     if (candidate_score >= best_score_ * (1 - 1e-9)) return false;
     if (!check_memory(problem_, candidate).fits) return false;
@@ -171,7 +181,8 @@ class LocalSearch {
     return true;
   }
 
-  // One sample of the batch from one device to another.
+  // One sample of the batch from one device to another. Not between two devices of one class
+  // with the same share: the receiver would be the slower and the plan no better.
   bool move_samples() {
     const double sample = 1.0 / static_cast<double>(std::max<int64_t>(problem_.options().batch, 1));
     bool improved = false;
@@ -182,10 +193,67 @@ class LocalSearch {
             best_.batch_share[to] <= 0) {
           continue;
         }
+        if (problem_.device_class(from) == problem_.device_class(to) &&
+            best_.batch_share[from] == best_.batch_share[to])
+          continue;
         Plan candidate = best_;
         candidate.batch_share[from] -= sample;
         candidate.batch_share[to] += sample;
         if (try_plan(std::move(candidate))) improved = true;
+      }
+    }
+    return improved;
+  }
+
+  // Large clusters (more than kEverySingleDeviceUpTo devices): one sample from every device of
+  // a class (PlanningProblem::device_class) at that class's largest share, to the devices of
+  // another class with the fewest, one each in turn (devices without a share yet among them,
+  // when they run the whole model). Among many alike devices no move of one sample shortens
+  // the plan: every one of them is the slowest.
+  bool move_class_samples() {
+    const int devices = static_cast<int>(best_.batch_share.size());
+    const double batch = static_cast<double>(std::max<int64_t>(problem_.options().batch, 1));
+    std::vector<int64_t> samples(devices);
+    for (int d = 0; d < devices; ++d) samples[d] = std::llround(best_.batch_share[d] * batch);
+    const auto eligible = [&](int d) {
+      return problem_.allowed(d) && problem_.single_device_seconds(d) < kInfinity;
+    };
+    std::vector<int> classes;
+    for (int d = 0; d < devices; ++d) {
+      if (eligible(d) && problem_.device_class(d) == d) classes.push_back(d);
+    }
+    bool improved = false;
+    for (int from : classes) {
+      for (int to : classes) {
+        if (from == to || budget_ <= 0) continue;
+        int64_t most = 0;
+        for (int d = 0; d < devices; ++d) {
+          if (problem_.device_class(d) == from) most = std::max(most, samples[d]);
+        }
+        if (most < 2) continue;
+        std::vector<int> donors, receivers;
+        for (int d = 0; d < devices; ++d) {
+          if (problem_.device_class(d) == from && samples[d] == most) donors.push_back(d);
+          if (problem_.device_class(d) == to) receivers.push_back(d);
+        }
+        std::stable_sort(receivers.begin(), receivers.end(),
+                         [&](int a, int b) { return samples[a] < samples[b]; });
+        std::vector<int64_t> next = samples;
+        for (size_t i = 0; i < donors.size(); ++i) {
+          --next[donors[i]];
+          ++next[receivers[i % receivers.size()]];
+        }
+        Plan candidate = best_;
+        int first = -1;
+        for (int d = 0; d < devices; ++d) {
+          candidate.batch_share[d] = static_cast<double>(next[d]) / batch;
+          if (first < 0 && next[d] > 0) first = d;
+        }
+        candidate.device_of_node.assign(problem_.node_count(), first);
+        if (try_plan(std::move(candidate))) {
+          improved = true;
+          samples = std::move(next);
+        }
       }
     }
     return improved;
@@ -240,7 +308,7 @@ class AutoStrategy : public Strategy {
 
   std::optional<Plan> plan(const PlanningProblem& problem) const override {
     std::vector<Plan> candidates;
-    for (const auto& strategy : baseline_strategies(problem.cluster())) {
+    for (const auto& strategy : baseline_strategies(problem)) {
       if (std::optional<Plan> candidate = strategy->plan(problem)) candidates.push_back(*candidate);
     }
     if (std::optional<Plan> chain = chain_plan(problem)) candidates.push_back(*chain);

@@ -8,6 +8,29 @@ namespace {
 
 // Above this many (node, device, device) steps, only the fastest devices take part.
 constexpr double kWork = 1e8;
+// Nor more devices than this: a cluster of thousands holds many alike (each a routing search).
+constexpr size_t kMostDevices = 64;
+
+// The devices that take part when not all can: the fastest of each class of devices
+// (PlanningProblem::device_class) in turn, so that a cluster of many alike is represented by a
+// few of each kind rather than by its fastest kind alone. `by_speed` is fastest first.
+std::vector<std::pair<double, int>> representatives(
+    const PlanningProblem& problem, const std::vector<std::pair<double, int>>& by_speed,
+    size_t most) {
+  std::vector<int> seen(problem.device_count(), 0);  // per class: its devices so far
+  std::vector<std::pair<int, size_t>> keyed;         // (rank in class, place in by_speed)
+  for (size_t i = 0; i < by_speed.size(); ++i) {
+    const int device = by_speed[i].second;
+    keyed.push_back({seen[problem.device_class(device)]++, i});
+  }
+  std::stable_sort(keyed.begin(), keyed.end());
+  keyed.resize(most);
+  std::sort(keyed.begin(), keyed.end(),
+            [](const auto& a, const auto& b) { return a.second < b.second; });
+  std::vector<std::pair<double, int>> chosen;
+  for (const auto& [place, index] : keyed) chosen.push_back(by_speed[index]);
+  return chosen;
+}
 
 }  // namespace
 
@@ -20,8 +43,13 @@ std::vector<int> chain_placement(const PlanningProblem& problem) {
   }
   std::stable_sort(by_speed.begin(), by_speed.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
-  const size_t most = std::max<size_t>(2, static_cast<size_t>(std::sqrt(kWork / nodes)));
-  if (by_speed.size() > most) by_speed.resize(most);
+  const size_t most =
+      std::min(kMostDevices, std::max<size_t>(2, static_cast<size_t>(std::sqrt(kWork / nodes))));
+  if (by_speed.size() > most) {
+    by_speed = by_speed.size() > kMostDevices
+                   ? representatives(problem, by_speed, most)
+                   : std::vector(by_speed.begin(), by_speed.begin() + static_cast<long>(most));
+  }
   const int devices = static_cast<int>(by_speed.size());
 
   std::vector<double> crossing(nodes + 1, 0);  // bytes made before a position, read at or after

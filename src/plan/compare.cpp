@@ -77,7 +77,7 @@ std::vector<StrategyResult> compare_strategies(const PlanningProblem& problem,
                                                const std::string& subject,
                                                const PlanningProgress& progress) {
   const std::unique_ptr<Strategy> chosen = make_strategy(strategy, problem.cluster());
-  std::vector<std::unique_ptr<Strategy>> baselines = baseline_strategies(problem.cluster());
+  std::vector<std::unique_ptr<Strategy>> baselines = baseline_strategies(problem);
   const std::string chosen_name = chosen->name();
   std::vector<const Strategy*> to_run;
   for (const auto& baseline : baselines) {

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 #include "ir/error.h"
 
@@ -21,6 +22,32 @@ namespace {
 // Activations of a pipeline stage in flight at once: the micro-batch being computed and the one
 // whose outputs wait to leave.
 constexpr int kMicrobatchesInFlight = 2;
+// Up to this many devices, figures per device pair are a dense table; beyond, a hash of the
+// pairs a plan uses (a cluster of thousands of devices has millions of pairs, a plan few).
+constexpr int kDensePairDevices = 256;
+
+// A figure per ordered device pair, 0 until set.
+class PairTable {
+ public:
+  explicit PairTable(int devices) : devices_(devices) {
+    if (devices_ <= kDensePairDevices) dense_.assign(static_cast<size_t>(devices) * devices, 0);
+  }
+  double& operator[](std::pair<int, int> pair) {
+    const int64_t key = static_cast<int64_t>(pair.first) * devices_ + pair.second;
+    return dense_.empty() ? sparse_[key] : dense_[key];
+  }
+  double largest() const {
+    double most = 0;
+    for (double value : dense_) most = std::max(most, value);
+    for (const auto& [key, value] : sparse_) most = std::max(most, value);
+    return most;
+  }
+
+ private:
+  int devices_;
+  std::vector<double> dense_;
+  std::unordered_map<int64_t, double> sparse_;
+};
 
 void check_shape(const PlanningProblem& problem, Plan& plan) {
   const int nodes = problem.node_count();
@@ -145,7 +172,8 @@ Transfer make_transfer(const PlanningProblem& problem, const PlanningProblem::Ou
 // List scheduling of a plan without stages or batch shares.
 void schedule(const PlanningProblem& problem, Plan& plan, const std::vector<int>& position) {
   const int devices = problem.device_count();
-  std::vector<double> device_free(devices, 0), link_free(devices * devices, 0);
+  std::vector<double> device_free(devices, 0);
+  PairTable link_free(devices);
   std::vector<double> inputs_ready(problem.node_count(), 0);
   Prediction& predicted = plan.predicted;
   for (int n : plan.order) {
@@ -164,7 +192,7 @@ void schedule(const PlanningProblem& problem, Plan& plan, const std::vector<int>
       for (const auto& [to, first_reader] : reader_devices(value, plan, position, device)) {
         // A pair's transfers take its bandwidth one at a time; their latencies overlap (the
         // link is free again once the bytes are on the wire), as the simulator has it.
-        double& free = link_free[device * devices + to];
+        double& free = link_free[{device, to}];
         const double transfer_seconds = problem.transfer_seconds(value.bytes, device, to);
         const double start = std::max(finish, free);
         const double arrival = start + transfer_seconds;
@@ -207,14 +235,14 @@ void schedule_pipeline(const PlanningProblem& problem, Plan& plan,
   for (int n = 0; n < problem.node_count(); ++n) {
     if (stage_of[n] < 0) throw InputError("plan", "the stages do not cover every node");
   }
-  std::vector<double> pair_seconds(devices * devices, 0);  // per micro-batch
+  PairTable pair_seconds(devices);  // per micro-batch
   for (int n : plan.order) {
     const int device = plan.device_of_node[n];
     for (const PlanningProblem::OutputValue& value : problem.values_out(n)) {
       for (const auto& [to, first_reader] : reader_devices(value, plan, position, device)) {
         const double seconds = problem.transfer_seconds(value.bytes * fraction, device, to);
         // The pair's bandwidth is taken for the bytes only; latencies overlap (as in schedule).
-        pair_seconds[device * devices + to] += seconds - problem.transfer_seconds(0, device, to);
+        pair_seconds[{device, to}] += seconds - problem.transfer_seconds(0, device, to);
         fill += seconds;
         plan.transfers.push_back(make_transfer(problem, value, n, first_reader, device, to,
                                                value.bytes, seconds * microbatches));
@@ -223,7 +251,7 @@ void schedule_pipeline(const PlanningProblem& problem, Plan& plan,
   }
   double interval = 0;
   for (double seconds : device_seconds) interval = std::max(interval, seconds);
-  for (double seconds : pair_seconds) interval = std::max(interval, seconds);
+  interval = std::max(interval, pair_seconds.largest());
   Prediction& predicted = plan.predicted;
   for (int d = 0; d < devices; ++d) predicted.busy_seconds[d] = device_seconds[d] * microbatches;
   predicted.latency_seconds = fill + (microbatches - 1) * interval;
@@ -231,20 +259,29 @@ void schedule_pipeline(const PlanningProblem& problem, Plan& plan,
       static_cast<double>(problem.options().batch) * fraction / interval;
 }
 
-// Data parallel: every device with a share runs the whole graph on it, all at once.
+// Data parallel: every device with a share runs the whole graph on it, all at once (each its
+// segment: evaluate_plan adds them). Devices of one class (PlanningProblem::device_class) with
+// the same share take the same time: it is summed once for them.
 void schedule_data_parallel(const PlanningProblem& problem, Plan& plan) {
   if (static_cast<int>(plan.batch_share.size()) != problem.device_count())
     throw InputError("plan", "batch_share needs one entry per device");
   Prediction& predicted = plan.predicted;
+  std::vector<std::pair<double, double>> known;  // per class: (share, seconds) last summed
+  if (problem.class_count() < problem.device_count()) known.assign(problem.device_count(), {-1, 0});
   for (int d = 0; d < problem.device_count(); ++d) {
     const double share = plan.batch_share[d];
     if (share <= 0) continue;
+    std::pair<double, double>* same = known.empty() ? nullptr : &known[problem.device_class(d)];
     double seconds = 0;
-    for (int n = 0; n < problem.node_count(); ++n)
-      seconds += problem.seconds_for_share(n, d, share);
+    if (same && same->first == share) {
+      seconds = same->second;
+    } else {
+      for (int n = 0; n < problem.node_count(); ++n)
+        seconds += problem.seconds_for_share(n, d, share);
+      if (same) *same = {share, seconds};
+    }
     predicted.busy_seconds[d] = seconds;
     predicted.latency_seconds = std::max(predicted.latency_seconds, seconds);
-    plan.segments.push_back({d, plan.order});
   }
   predicted.throughput_samples_per_second =
       static_cast<double>(problem.options().batch) / predicted.latency_seconds;
@@ -420,6 +457,18 @@ std::string figure_source(const DeviceSpec& device, const std::string& cluster_f
 }  // namespace
 
 void evaluate_plan(const PlanningProblem& problem, Plan& plan) {
+  evaluate_for_search(problem, plan);
+  if (!plan.batch_share.empty()) {
+    for (int d = 0; d < problem.device_count(); ++d) {
+      if (plan.batch_share[d] > 0) plan.segments.push_back({d, plan.order});
+    }
+  }
+  plan.figure_sources.clear();
+  for (const DeviceSpec& device : problem.cluster().devices)
+    plan.figure_sources.push_back(figure_source(device, problem.cluster().file));
+}
+
+void evaluate_for_search(const PlanningProblem& problem, Plan& plan) {
   check_shape(problem, plan);
   const std::vector<int> position = positions(plan.order);
   const int devices = problem.device_count();
@@ -471,8 +520,6 @@ void evaluate_plan(const PlanningProblem& problem, Plan& plan) {
       break;
   }
   plan.figure_sources.clear();
-  for (const DeviceSpec& device : problem.cluster().devices)
-    plan.figure_sources.push_back(figure_source(device, problem.cluster().file));
 }
 
 MemoryCheck check_memory(const PlanningProblem& problem, const Plan& plan) {

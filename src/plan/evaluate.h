@@ -10,6 +10,10 @@ namespace tandem {
 // a link carrying one transfer at a time), stages and micro-batches for pipeline plans, batch
 // shares for data-parallel plans. Fast: linear in nodes + edges.
 void evaluate_plan(const PlanningProblem& problem, Plan& plan);
+// The same figures without what a search does not read: no figure_sources, and a data-parallel
+// plan gets no segments (one per device with a share, each the whole order). evaluate_plan on
+// the plan a search keeps fills them.
+void evaluate_for_search(const PlanningProblem& problem, Plan& plan);
 
 // Whether the plan fits every device's memory; when not, names the first device that is
 // short and by how many bytes.

@@ -40,10 +40,26 @@ struct MeanTransfer {
   double operator()(double bytes) const { return latency + bytes * seconds_per_byte; }
 };
 
+// Up to this many allowed devices the mean is over every pair; beyond, over the pairs from
+// kSampledSources of them spread evenly (each source costs one routing search).
+constexpr int kEveryPairUpTo = 256;
+constexpr int kSampledSources = 64;
+
 MeanTransfer mean_transfer(const PlanningProblem& problem) {
   MeanTransfer mean;
   int pairs = 0;
+  std::vector<int> allowed;
+  for (int d = 0; d < problem.device_count(); ++d) {
+    if (problem.allowed(d)) allowed.push_back(d);
+  }
+  std::vector<bool> source(problem.device_count(), true);
+  if (allowed.size() > static_cast<size_t>(kEveryPairUpTo)) {
+    source.assign(problem.device_count(), false);
+    for (int k = 0; k < kSampledSources; ++k)
+      source[allowed[k * allowed.size() / kSampledSources]] = true;
+  }
   for (int from = 0; from < problem.device_count(); ++from) {
+    if (!source[from]) continue;
     for (int to = 0; to < problem.device_count(); ++to) {
       if (from == to || !problem.allowed(from) || !problem.allowed(to)) continue;
       const double latency = problem.transfer_seconds(0, from, to);

@@ -74,24 +74,18 @@ PipelineSplitter::PipelineSplitter(const PlanningProblem& problem, double capaci
     }
   }
 
-  link_latency_.assign(static_cast<size_t>(devices) * devices, 0);
-  link_bandwidth_.assign(static_cast<size_t>(devices) * devices, kInfinity);
-  for (int from = 0; from < devices; ++from) {
-    for (int to = 0; to < devices; ++to) {
-      if (from == to) continue;
-      const double latency = problem.transfer_seconds(0, from, to);
-      const double probe = problem.transfer_seconds(kProbeBytes, from, to);
-      link_latency_[from * devices + to] = latency;
-      link_bandwidth_[from * devices + to] =
-          probe < kInfinity && probe > latency ? kProbeBytes / (probe - latency) : 0;
-    }
-  }
-
   for (int n = 0; n < nodes_; ++n) {
     double fastest = kInfinity;
     for (int d = 0; d < devices; ++d) fastest = std::min(fastest, node_seconds(n, d));
     least_bottleneck_ = std::max(least_bottleneck_, fastest);
   }
+}
+
+PipelineSplitter::Link PipelineSplitter::link(int from, int to) const {
+  if (from == to) return {0, kInfinity};
+  const double latency = problem_.transfer_seconds(0, from, to);
+  const double probe = problem_.transfer_seconds(kProbeBytes, from, to);
+  return {latency, probe < kInfinity && probe > latency ? kProbeBytes / (probe - latency) : 0};
 }
 
 double PipelineSplitter::node_seconds(int node, int device) const {
@@ -108,8 +102,8 @@ double PipelineSplitter::stage_seconds(int first, int end, int device) const {
 double PipelineSplitter::boundary_seconds(int position, int from, int to) const {
   const double bytes = crossing_bytes_[position];
   if (bytes <= 0 || from == to) return 0;
-  const size_t pair = static_cast<size_t>(from) * problem_.device_count() + to;
-  return link_latency_[pair] + bytes / link_bandwidth_[pair];
+  const Link pair = link(from, to);
+  return pair.latency + bytes / pair.bandwidth;
 }
 
 bool PipelineSplitter::stage_fits(int first, int end, int device) const {
@@ -156,10 +150,8 @@ bool PipelineSplitter::feasible(const std::vector<int>& device_order, double lim
     // A boundary fits when latency + bytes / bandwidth <= limit: a bound on the bytes.
     double most_bytes = kInfinity;
     if (k > 0) {
-      const size_t pair =
-          static_cast<size_t>(device_order[k - 1]) * problem_.device_count() + device;
-      most_bytes =
-          limit < link_latency_[pair] ? 0 : (limit - link_latency_[pair]) * link_bandwidth_[pair];
+      const Link pair = link(device_order[k - 1], device);
+      most_bytes = limit < pair.latency ? 0 : (limit - pair.latency) * pair.bandwidth;
     }
     high = std::min(high, nodes_ - 1);
     if (split) starts.push_back({low, std::vector<char>(high - low + 1, 0)});

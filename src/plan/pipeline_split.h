@@ -54,11 +54,16 @@ class PipelineSplitter {
 
   const PlanningProblem& problem_;
   int nodes_ = 0;
-  std::vector<std::vector<double>> prefix_seconds_;    // per device: N + 1 prefix sums
-  std::vector<std::vector<int>> earliest_start_;       // per device, per end: the first start
-                                                       // whose stage runs and fits there
-  std::vector<double> crossing_bytes_;                 // per position, per micro-batch
-  std::vector<double> link_latency_, link_bandwidth_;  // per device pair (from * D + to)
+  std::vector<std::vector<double>> prefix_seconds_;  // per device: N + 1 prefix sums
+  std::vector<std::vector<int>> earliest_start_;     // per device, per end: the first start
+                                                     // whose stage runs and fits there
+  std::vector<double> crossing_bytes_;               // per position, per micro-batch
+  // A device pair's transfer as latency + bytes / bandwidth (PlanningProblem::transfer_seconds,
+  // asked for the pairs an order puts side by side, never for every pair).
+  struct Link {
+    double latency = 0, bandwidth = kInfinity;
+  };
+  Link link(int from, int to) const;
   double least_bottleneck_ = 0;  // no split beats the slowest node on its fastest device
   mutable long long sweeps_ = 0;
 };

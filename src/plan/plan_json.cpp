@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <unordered_map>
 
 #include "ir/error.h"
 #include "plan/sha256.h"
@@ -91,7 +92,12 @@ void check_format(const nlohmann::json& json, const std::string& file) {
 class Reader {
  public:
   Reader(const PlanningProblem& problem, std::string file)
-      : problem_(problem), file_(std::move(file)) {}
+      : problem_(problem), file_(std::move(file)) {
+    const auto& devices = problem.cluster().devices;
+    device_index_.reserve(devices.size());
+    for (size_t d = 0; d < devices.size(); ++d)
+      device_index_.emplace(devices[d].id, static_cast<int>(d));
+  }
 
   [[noreturn]] void fail(const std::string& field, const std::string& what) const {
     throw InputError(file_, "field '" + field + "': " + what);
@@ -123,7 +129,7 @@ class Reader {
   }
   int device(const nlohmann::json& json, const std::string& field) const {
     const std::string id = text(json, field);
-    const int index = problem_.cluster().device_index(id);
+    const int index = device_index(id);
     if (index < 0) fail(field, "no device '" + id + "' in the cluster");
     return index;
   }
@@ -134,7 +140,7 @@ class Reader {
     if (!json.is_object()) fail(field, "expected an object keyed by device id");
     std::vector<double> values(problem_.device_count(), 0);
     for (const auto& [id, value] : json.items()) {
-      const int index = problem_.cluster().device_index(id);
+      const int index = device_index(id);
       if (index < 0) fail(field + "." + id, "no device '" + id + "' in the cluster");
       values[index] = number(value, field + "." + id);
     }
@@ -142,8 +148,14 @@ class Reader {
   }
 
  private:
+  int device_index(const std::string& id) const {  // the cluster's; -1 when unknown
+    const auto found = device_index_.find(id);
+    return found == device_index_.end() ? -1 : found->second;
+  }
+
   const PlanningProblem& problem_;
   std::string file_;
+  std::unordered_map<std::string, int> device_index_;
 };
 
 }  // namespace

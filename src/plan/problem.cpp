@@ -1,6 +1,7 @@
 #include "plan/problem.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "backends/registry.h"
 #include "cost/memory_footprint.h"
@@ -120,10 +121,14 @@ PlanningProblem::PlanningProblem(const Graph& graph, const Cluster& cluster, con
   }
 
   seconds_.assign(nodes, std::vector<double>(devices, kInfinity));
+  std::vector<double> twin_seconds(devices);  // per cost twin (CostModel::cost_twin), this node
   for (int n = 0; n < nodes; ++n) {
+    std::fill(twin_seconds.begin(), twin_seconds.end(), -1.0);
     for (int d = 0; d < devices; ++d) {
       if (!allowed_[d] || (pinned[n] >= 0 && pinned[n] != d)) continue;
-      seconds_[n][d] = cost_.op_seconds(graph.nodes[n], graph, d);
+      double& seconds = twin_seconds[cost_.cost_twin(d)];
+      if (seconds < 0) seconds = cost_.op_seconds(graph.nodes[n], graph, d);
+      seconds_[n][d] = seconds;
     }
   }
 
@@ -246,18 +251,74 @@ void PlanningProblem::validate_runnable() const {
 
 void PlanningProblem::build_transfers_and_paths() {
   const int devices = device_count();
-  transfer_latency_.assign(devices, std::vector<double>(devices, 0));
-  transfer_bandwidth_.assign(devices, std::vector<double>(devices, kInfinity));
-  paths_.assign(static_cast<size_t>(devices) * devices, {});
-  for (int from = 0; from < devices; ++from) {
+  transfer_rows_.assign(devices, {});
+  transfer_row_once_ = std::make_unique<std::once_flag[]>(devices);
+  build_device_classes();
+}
+
+const PlanningProblem::TransferRow& PlanningProblem::transfer_row(int from) const {
+  std::call_once(transfer_row_once_[from], [&] {
+    const int devices = device_count();
+    constexpr double kSizes[] = {0, kProbeBytes};
+    std::vector<std::vector<double>> seconds = cost_.transfer_seconds_from(from, kSizes);
+    TransferRow row;
+    row.latency = std::move(seconds[0]);
+    row.bandwidth.assign(devices, kInfinity);
     for (int to = 0; to < devices; ++to) {
       if (from == to) continue;
-      paths_[from * devices + to] = cluster().path(from, to);
-      const double latency = cost_.transfer_seconds(0, from, to);
-      const double large = cost_.transfer_seconds(kProbeBytes, from, to);
-      transfer_latency_[from][to] = latency;
-      transfer_bandwidth_[from][to] = large < kInfinity ? kProbeBytes / (large - latency) : 0;
+      const double latency = row.latency[to], large = seconds[1][to];
+      row.bandwidth[to] = large < kInfinity ? kProbeBytes / (large - latency) : 0;
     }
+    transfer_rows_[from] = std::move(row);
+  });
+  return transfer_rows_[from];
+}
+
+const std::vector<Cluster::Hop>& PlanningProblem::path(int from, int to) const {
+  static const std::vector<Cluster::Hop> kNone;
+  if (from == to) return kNone;
+  const int64_t key = static_cast<int64_t>(from) * device_count() + to;
+  std::lock_guard<std::mutex> lock(paths_mutex_);
+  auto found = paths_.find(key);
+  if (found == paths_.end()) found = paths_.emplace(key, cost_.router().path(from, to)).first;
+  return found->second;
+}
+
+void PlanningProblem::build_device_classes() {
+  const int devices = device_count();
+  device_class_.assign(devices, 0);
+  class_count_ = 0;
+  auto same = [&](int a, int b) {
+    const DeviceSpec& x = cluster().devices[a];
+    const DeviceSpec& y = cluster().devices[b];
+    if (x.kind != y.kind || allowed_[a] != allowed_[b] ||
+        memory_capacity(a) != memory_capacity(b) || launch_overhead(a) != launch_overhead(b) ||
+        x.figures.price_per_hour.value != y.figures.price_per_hour.value)
+      return false;
+    for (int n = 0; n < node_count(); ++n) {
+      if (seconds_[n][a] != seconds_[n][b]) return false;
+    }
+    return true;
+  };
+  // Candidates by a hash of the column; equality decides.
+  std::unordered_map<uint64_t, std::vector<int>> by_hash;
+  for (int d = 0; d < devices; ++d) {
+    uint64_t hash = static_cast<uint64_t>(cluster().devices[d].kind) + 1;
+    for (int n = 0; n < node_count(); ++n) {
+      const double seconds = seconds_[n][d];
+      uint64_t bits = 0;
+      std::memcpy(&bits, &seconds, sizeof bits);
+      hash = (hash ^ bits) * 0x100000001b3ULL;
+    }
+    std::vector<int>& candidates = by_hash[hash];
+    device_class_[d] = d;
+    for (int first : candidates) {
+      if (same(first, d)) {
+        device_class_[d] = first;
+        break;
+      }
+    }
+    if (device_class_[d] == d) candidates.push_back(d), ++class_count_;
   }
 }
 
@@ -292,11 +353,6 @@ double PlanningProblem::seconds_for_share(int node, int device, double fraction)
   if (fraction >= 1 || seconds == kInfinity) return seconds;
   const double overhead = std::min(seconds, launch_overhead(device));
   return (seconds - overhead) * fraction + overhead;
-}
-
-double PlanningProblem::transfer_seconds(double bytes, int from, int to) const {
-  if (from == to) return 0;
-  return transfer_latency_[from][to] + bytes / transfer_bandwidth_[from][to];
 }
 
 PlanningProblem::MemoryUse PlanningProblem::memory_use(std::span<const int> nodes_in_order) const {

@@ -1,9 +1,12 @@
 #pragma once
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "cost/cost_model.h"
@@ -89,8 +92,14 @@ class PlanningProblem {
   // problems: the outputs of nodes nothing reads).
   double final_output_bytes(int node) const { return final_output_bytes_[node]; }
   double memory_capacity(int device) const;  // bytes; +infinity when unknown
-  // Seconds to move `bytes` between two devices (cached per device pair and size class).
-  double transfer_seconds(double bytes, int from, int to) const;
+  // Seconds to move `bytes` between two devices: latency + bytes / bandwidth of the pair's path,
+  // both from two probes of the cost model, computed for all pairs from a device the first time
+  // one is asked for (one routing search), then kept.
+  double transfer_seconds(double bytes, int from, int to) const {
+    if (from == to) return 0;
+    const TransferRow& row = transfer_row(from);
+    return row.latency[to] + bytes / row.bandwidth[to];
+  }
   // Bytes and seconds to get the graph's inputs onto a device, and its outputs off it, from
   // and to the host of the first device (where the caller's data lives).
   double input_bytes() const { return input_bytes_; }
@@ -105,10 +114,14 @@ class PlanningProblem {
   const std::vector<OutputValue>& values_out(int node) const { return values_out_[node]; }
   // Whether a device may run anything (not excluded).
   bool allowed(int device) const { return allowed_[device]; }
-  // The links a transfer between two devices crosses (Cluster::path, computed once).
-  const std::vector<Cluster::Hop>& path(int from, int to) const {
-    return paths_[from * device_count() + to];
-  }
+  // The links a transfer between two devices crosses (Cluster::path, computed once per pair
+  // asked for; the reference stays valid as long as the problem).
+  const std::vector<Cluster::Hop>& path(int from, int to) const;
+  // Devices that no plan tells apart when each runs nodes alone: the same time for every node,
+  // the same memory, launch overhead, price and kind (a cluster of identical GPUs is one
+  // class). The class is the index of its first device; device_class(d) == d for that one.
+  int device_class(int device) const { return device_class_[device]; }
+  int class_count() const { return class_count_; }
   // Seconds per op a device pays whatever the op's size (launch overhead): what does not shrink
   // when a micro-batch does.
   double launch_overhead(int device) const;
@@ -136,6 +149,13 @@ class PlanningProblem {
   void validate_runnable() const;
   void build_transfers_and_paths();
   void build_single_device_figures();
+  void build_device_classes();
+
+  // Per device pair from one device: the transfer's latency and bandwidth (0 when unreachable).
+  struct TransferRow {
+    std::vector<double> latency, bandwidth;
+  };
+  const TransferRow& transfer_row(int from) const;
 
   const Graph* graph_ = nullptr;
   std::string batch_refusal_;
@@ -146,10 +166,15 @@ class PlanningProblem {
   std::vector<std::vector<std::pair<int, double>>> successors_, predecessors_;
   std::vector<double> weight_bytes_, output_bytes_, final_output_bytes_;
   double input_bytes_ = 0;
-  std::vector<std::vector<double>> transfer_latency_, transfer_bandwidth_;  // per device pair
+  // Filled a row at a time as pairs are asked for (const methods: once per row, thread-safe).
+  mutable std::vector<TransferRow> transfer_rows_;
+  mutable std::unique_ptr<std::once_flag[]> transfer_row_once_;
+  mutable std::mutex paths_mutex_;
+  mutable std::unordered_map<int64_t, std::vector<Cluster::Hop>> paths_;  // from * D + to
   std::vector<std::vector<OutputValue>> values_out_;
   std::vector<bool> allowed_;
-  std::vector<std::vector<Cluster::Hop>> paths_;  // from * device_count() + to
+  std::vector<int> device_class_;
+  int class_count_ = 0;
   std::vector<double> single_seconds_, single_memory_;
   int best_single_ = -1;
   double bound_ = 0;

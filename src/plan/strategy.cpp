@@ -43,9 +43,14 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const Cluster& 
                    "data-parallel or auto)");
 }
 
-std::vector<std::unique_ptr<Strategy>> baseline_strategies(const Cluster& cluster) {
+namespace {
+
+std::vector<std::unique_ptr<Strategy>> baselines(const Cluster& cluster,
+                                                 const PlanningProblem* problem) {
+  const bool by_class = problem && problem->device_count() > kEverySingleDeviceUpTo;
   std::vector<std::unique_ptr<Strategy>> strategies;
   for (size_t d = 0; d < cluster.devices.size(); ++d) {
+    if (by_class && problem->device_class(static_cast<int>(d)) != static_cast<int>(d)) continue;
     strategies.push_back(make_single_strategy(static_cast<int>(d), cluster.devices[d].id));
   }
   strategies.push_back(make_greedy_strategy(accelerators_first(cluster)));
@@ -53,6 +58,16 @@ std::vector<std::unique_ptr<Strategy>> baseline_strategies(const Cluster& cluste
   strategies.push_back(make_pipeline_strategy());
   strategies.push_back(make_data_parallel_strategy());
   return strategies;
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<Strategy>> baseline_strategies(const Cluster& cluster) {
+  return baselines(cluster, nullptr);
+}
+
+std::vector<std::unique_ptr<Strategy>> baseline_strategies(const PlanningProblem& problem) {
+  return baselines(problem.cluster(), &problem);
 }
 
 }  // namespace tandem

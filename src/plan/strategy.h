@@ -26,5 +26,11 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const Cluster& 
 // Every strategy that applies to a cluster: single:<d> per device, greedy, heft, pipeline,
 // data-parallel.
 std::vector<std::unique_ptr<Strategy>> baseline_strategies(const Cluster& cluster);
+// Above this many devices, the single-device baselines are one per class of devices
+// (PlanningProblem::device_class): the others would be the same plan on another id.
+inline constexpr int kEverySingleDeviceUpTo = 64;
+// The baselines for a problem (what auto and `tandem plan` run): as above, with one
+// single:<device> per device class when the cluster has more than kEverySingleDeviceUpTo.
+std::vector<std::unique_ptr<Strategy>> baseline_strategies(const PlanningProblem& problem);
 
 }  // namespace tandem

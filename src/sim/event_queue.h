@@ -7,7 +7,7 @@ namespace tandem {
 
 enum class EventKind : uint8_t {
   kComputeDone,  // a: simulated device, b: instance, c: node
-  kHopReady,     // a: transfer (its hop's latency has passed)
+  kHopReady,     // a: transfer (the latency of its path's next stretch has passed)
   kLinkDue,      // a: link channel, b: the channel's version when scheduled
 };
 

@@ -19,6 +19,10 @@ struct Destination {
   std::vector<int> readers;  // one entry per read
   int slot = 0;              // its received copy in an instance's remote buffers
   std::string label;         // "value -> device", for the timeline
+  const std::vector<Cluster::Hop>* path = nullptr;  // PlanningProblem::path
+  // Where each stretch of the path ends (one past its last hop): a hop alone, or hops joined
+  // at switches, which the transfer crosses at once (cut through, nothing staged between).
+  std::vector<int> stretch_ends;
 };
 
 struct NodeLayout {
@@ -33,8 +37,9 @@ struct NodeLayout {
 
 struct Layout {
   std::vector<NodeLayout> nodes;
-  std::vector<std::vector<int>> nodes_on_device;  // in the plan's order
-  std::vector<int> slot_refs;                     // reads of each received copy
+  // (device, its nodes in the plan's order) for each device with nodes, by device.
+  std::vector<std::pair<int, std::vector<int>>> sequences;
+  std::vector<int> slot_refs;  // reads of each received copy
   std::vector<int> slot_device;
   std::vector<double> slot_bytes;
 };
@@ -54,8 +59,14 @@ Layout make_layout(const PlanningProblem& problem, const std::vector<int>& devic
   const int nodes = problem.node_count();
   Layout layout;
   layout.nodes.resize(nodes);
-  layout.nodes_on_device.resize(problem.device_count());
-  for (int n : order) layout.nodes_on_device[device_of_node[n]].push_back(n);
+  std::vector<int> sequence_of(problem.device_count(), -1);
+  for (int n : order) sequence_of[device_of_node[n]] = 0;
+  for (int d = 0; d < problem.device_count(); ++d) {
+    if (sequence_of[d] < 0) continue;
+    sequence_of[d] = static_cast<int>(layout.sequences.size());
+    layout.sequences.push_back({d, {}});
+  }
+  for (int n : order) layout.sequences[sequence_of[device_of_node[n]]].second.push_back(n);
   for (int n = 0; n < nodes; ++n) {
     NodeLayout& node = layout.nodes[n];
     node.device = device_of_node[n];
@@ -75,6 +86,11 @@ Layout make_layout(const PlanningProblem& problem, const std::vector<int>& devic
           destination.slot = static_cast<int>(layout.slot_refs.size());
           destination.label =
               value_label(problem, value, n) + " -> " + problem.cluster().devices[device].id;
+          destination.path = &problem.path(node.device, device);
+          for (size_t h = 0; h < destination.path->size(); ++h) {
+            if (!problem.cost().relays((*destination.path)[h]) || h + 1 == destination.path->size())
+              destination.stretch_ends.push_back(static_cast<int>(h) + 1);
+          }
           layout.slot_refs.push_back(0);
           layout.slot_device.push_back(device);
           layout.slot_bytes.push_back(0);
@@ -152,10 +168,14 @@ class Simulation {
     if (!plan.batch_share.empty()) {
       if (static_cast<int>(plan.batch_share.size()) != devices_)
         throw InputError("plan", "batch_share needs one entry per device");
+      // Each device with a share runs the whole graph: one layout (on the first of them) that
+      // every lane runs on its own device.
       for (int d = 0; d < devices_; ++d) {
         if (plan.batch_share[d] <= 0) continue;
-        layouts_.push_back(make_layout(problem, std::vector<int>(problem.node_count(), d), order));
-        lanes_.push_back({static_cast<int>(layouts_.size()) - 1, plan.batch_share[d]});
+        if (layouts_.empty())
+          layouts_.push_back(
+              make_layout(problem, std::vector<int>(problem.node_count(), d), order));
+        lanes_.push_back({0, plan.batch_share[d], d});
       }
     } else {
       layouts_.push_back(make_layout(problem, plan.device_of_node, order));
@@ -175,7 +195,7 @@ class Simulation {
       now_ = event.time;
       switch (event.kind) {
         case EventKind::kComputeDone: compute_done(event.a, event.b, event.c); break;
-        case EventKind::kHopReady: join_link(event.a); break;
+        case EventKind::kHopReady: join_links(event.a); break;
         case EventKind::kLinkDue: link_due(event.a, event.b); break;
       }
       ++result_.events;
@@ -187,6 +207,12 @@ class Simulation {
   struct Lane {
     int layout = 0;
     double fraction = 1;
+    int device = -1;  // a data-parallel share's device (the layout's placement otherwise)
+  };
+  // A lane that runs nodes on a device, and the nodes in order.
+  struct DeviceLane {
+    int lane = 0;
+    const std::vector<int>* sequence = nullptr;
   };
   struct DeviceState {
     bool computing = false;
@@ -195,13 +221,21 @@ class Simulation {
     double busy = 0;
   };
   struct InFlight {
-    int instance = 0, node = 0, destination = 0, hop = 0, source = 0;
-    double bytes = 0, remaining = 0, hop_start = 0;
-    int track = -1;
+    int instance = 0, node = 0, destination = 0, source = 0;
+    int stretch = 0;                 // index into the destination's stretch_ends
+    int first_hop = 0, end_hop = 0;  // the stretch's hops
+    int pending = 0;                 // its links still carrying the bytes
+    double bytes = 0, hop_start = 0;
+    std::vector<int> tracks;  // per hop of the stretch, when the timeline is recorded
   };
 
   const Layout& layout_of(int instance) const {
     return layouts_[lanes_[instance % lanes_.size()].layout];
+  }
+  // The device (of the plan's cluster) that runs a node for an instance.
+  int device_of(int instance, int node) const {
+    const Lane& lane = lanes_[instance % lanes_.size()];
+    return lane.device >= 0 ? lane.device : layouts_[lane.layout].nodes[node].device;
   }
   int sim_device(int instance, int device) const {
     return instance / static_cast<int>(lanes_.size()) * devices_ + device;
@@ -233,16 +267,21 @@ class Simulation {
         remote_refs_[i * slots_ + s] = layout.slot_refs[s];
     }
     state_.resize(sim_devices);
-    cursor_.assign(static_cast<size_t>(sim_devices) * lanes_.size(), 0);
     lanes_on_device_.resize(devices_);
     for (size_t k = 0; k < lanes_.size(); ++k) {
-      for (int d = 0; d < devices_; ++d) {
-        if (!layouts_[lanes_[k].layout].nodes_on_device[d].empty())
-          lanes_on_device_[d].push_back(static_cast<int>(k));
+      const Lane& lane = lanes_[k];
+      for (const auto& [device, sequence] : layouts_[lane.layout].sequences) {
+        lanes_on_device_[lane.device >= 0 ? lane.device : device].push_back(
+            {static_cast<int>(k), &sequence});
       }
     }
+    // A cursor per replica, device and lane that runs nodes there.
+    cursor_offset_.assign(devices_ + 1, 0);
+    for (int d = 0; d < devices_; ++d)
+      cursor_offset_[d + 1] = cursor_offset_[d] + static_cast<int>(lanes_on_device_[d].size());
+    cursor_.assign(static_cast<size_t>(replicas_) * cursor_offset_[devices_], 0);
     result_.replicas = replicas_;
-    result_.device_bytes.assign(devices_, std::vector<double>(devices_, 0));
+    result_.device_bytes.assign(devices_, {});
     Timeline& timeline = result_.timeline;
     std::vector<std::string> sources;
     for (const DeviceSpec& spec : problem_.cluster().devices) {
@@ -258,10 +297,12 @@ class Simulation {
     // Weights are resident from the start on every device that runs a node reading them.
     std::vector<double> weights(devices_, 0);
     for (const Layout& layout : layouts_) {
-      for (int d = 0; d < devices_; ++d) {
-        if (layout.nodes_on_device[d].empty()) continue;
-        weights[d] = problem_.memory_use(layout.nodes_on_device[d]).weights;
-      }
+      for (const auto& [device, sequence] : layout.sequences)
+        weights[device] = problem_.memory_use(sequence).weights;
+    }
+    for (const Lane& lane : lanes_) {
+      if (lane.device >= 0)
+        weights[lane.device] = weights[layouts_[lane.layout].sequences[0].first];
     }
     std::vector<double> capacity(sim_devices);
     for (int sd = 0; sd < sim_devices; ++sd) {
@@ -303,9 +344,12 @@ class Simulation {
     const int device = sd % devices_;
     const int replica = sd / devices_;
     const int nodes = problem_.node_count();
-    for (int k : lanes_on_device_[device]) {
-      const std::vector<int>& sequence = layouts_[lanes_[k].layout].nodes_on_device[device];
-      int& cursor = cursor_[static_cast<size_t>(sd) * lanes_.size() + k];
+    const std::vector<DeviceLane>& lanes = lanes_on_device_[device];
+    for (size_t j = 0; j < lanes.size(); ++j) {
+      const int k = lanes[j].lane;
+      const std::vector<int>& sequence = *lanes[j].sequence;
+      int& cursor = cursor_[static_cast<size_t>(replica) * cursor_offset_[devices_] +
+                            cursor_offset_[device] + j];
       if (cursor >= static_cast<int>(sequence.size())) continue;
       const int node = sequence[cursor];
       const int instance = replica * static_cast<int>(lanes_.size()) + k;
@@ -327,7 +371,7 @@ class Simulation {
   void drop_local_ref(int instance, int node) {
     const size_t index = static_cast<size_t>(instance) * problem_.node_count() + node;
     if (--refs_[index] == 0)
-      release(sim_device(instance, layout_of(instance).nodes[node].device),
+      release(sim_device(instance, device_of(instance, node)),
               problem_.output_bytes(node) * lanes_[instance % lanes_.size()].fraction);
   }
 
@@ -362,93 +406,112 @@ class Simulation {
     const int target = sim_device(instance, destination.device);
     const double bytes = destination.bytes * fraction;
     allocate(target, bytes);  // the receiving buffer, before the copy starts
-    result_.device_bytes[sd % devices_][destination.device] += bytes;
+    std::vector<double>& sent = result_.device_bytes[sd % devices_];
+    if (sent.empty()) sent.assign(devices_, 0);
+    sent[destination.device] += bytes;
     InFlight transfer;
     transfer.instance = instance;
     transfer.node = node;
     transfer.destination = d;
     transfer.source = sd;
     transfer.bytes = bytes;
-    const int id = allocate_transfer(transfer);
+    const int id = allocate_transfer(std::move(transfer));
     // A CPU device's cores do the copy out of its memory: its queue waits for the first hop.
     if (problem_.cluster().devices[sd % devices_].kind == DeviceKind::kCpu)
       set_activity(sd, false, +1);
-    start_hop(id);
+    start_stretch(id);
   }
 
-  int allocate_transfer(const InFlight& transfer) {
+  int allocate_transfer(InFlight transfer) {
     if (free_transfers_.empty()) {
-      transfers_.push_back(transfer);
+      transfers_.push_back(std::move(transfer));
       return static_cast<int>(transfers_.size()) - 1;
     }
     const int id = free_transfers_.back();
     free_transfers_.pop_back();
-    transfers_[id] = transfer;
+    transfers_[id] = std::move(transfer);
     return id;
   }
 
-  const std::vector<Cluster::Hop>& path_of(const InFlight& transfer) const {
-    const int from = transfer.source % devices_;
-    const int to =
-        layout_of(transfer.instance).nodes[transfer.node].destinations[transfer.destination].device;
-    return problem_.path(from, to);
+  const Destination& destination_of(const InFlight& transfer) const {
+    return layout_of(transfer.instance).nodes[transfer.node].destinations[transfer.destination];
   }
 
-  void start_hop(int id) {
+  // The transfer's next stretch of its path: the latency of every hop in it, then its bytes on
+  // every link of it at once (one link, or the links joined at switches).
+  void start_stretch(int id) {
     InFlight& transfer = transfers_[id];
+    const Destination& destination = destination_of(transfer);
+    transfer.first_hop = transfer.stretch == 0 ? 0 : destination.stretch_ends[transfer.stretch - 1];
+    transfer.end_hop = destination.stretch_ends[transfer.stretch];
     transfer.hop_start = now_;
-    const Cluster::Hop& hop = path_of(transfer)[transfer.hop];
-    const double latency = problem_.cluster().links[hop.link].latency.value;
+    double latency = 0;
+    for (int h = transfer.first_hop; h < transfer.end_hop; ++h)
+      latency += problem_.cluster().links[(*destination.path)[h].link].latency.value;
     if (latency > 0) {
       events_.push({now_ + latency, EventKind::kHopReady, static_cast<uint32_t>(id), 0, 0});
     } else {
-      join_link(id);
+      join_links(id);
     }
   }
 
-  int channel_of(const InFlight& transfer) const {
-    const Cluster::Hop& hop = path_of(transfer)[transfer.hop];
-    return links_.channel(transfer.source / devices_, hop);
+  int channel_of(const InFlight& transfer, int hop) const {
+    return links_.channel(transfer.source / devices_, (*destination_of(transfer).path)[hop]);
   }
 
-  void join_link(int id) {
+  void join_links(int id) {
     InFlight& transfer = transfers_[id];
-    transfer.remaining = transfer.bytes;
-    const int channel = channel_of(transfer);
-    if (options_.record_timeline) transfer.track = links_.take_lane(channel, result_.timeline);
+    const int first = transfer.first_hop, end = transfer.end_hop;
+    transfer.pending = end - first;
+    if (options_.record_timeline) {
+      transfer.tracks.clear();
+      for (int h = first; h < end; ++h)
+        transfer.tracks.push_back(links_.take_lane(channel_of(transfer, h), result_.timeline));
+    }
     if (transfer.bytes <= 0) {
-      hop_done(id);
+      std::vector<int> channels;
+      for (int h = first; h < end; ++h) channels.push_back(channel_of(transfer, h));
+      for (int channel : channels) link_done(id, channel);
       return;
     }
-    links_.join(channel, id, transfer.bytes, now_, events_);
+    for (int h = first; h < end; ++h)
+      links_.join(channel_of(transfer, h), id, transfer.bytes, now_, events_);
   }
 
   void link_due(int channel, uint32_t version) {
     std::vector<int> finished;
     if (!links_.due(channel, version, now_, events_, finished)) return;
-    for (int id : finished) hop_done(id);
+    for (int id : finished) link_done(id, channel);
   }
 
-  void hop_done(int id) {
+  // The transfer's bytes have crossed one link of its stretch.
+  void link_done(int id, int channel) {
     InFlight& transfer = transfers_[id];
-    const Destination& destination =
-        layout_of(transfer.instance).nodes[transfer.node].destinations[transfer.destination];
-    const int channel = channel_of(transfer);
     links_.add_bytes(channel, transfer.bytes);
     if (options_.record_timeline) {
+      int track = transfer.tracks.front();
+      for (int h = transfer.first_hop; h < transfer.end_hop; ++h) {
+        if (channel_of(transfer, h) == channel) track = transfer.tracks[h - transfer.first_hop];
+      }
       result_.timeline.spans.push_back(
-          {transfer.track, destination.label, "transfer", transfer.hop_start,
+          {track, destination_of(transfer).label, "transfer", transfer.hop_start,
            now_ - transfer.hop_start,
            pipelined_ ? transfer.instance % static_cast<int>(lanes_.size()) : -1, transfer.bytes});
-      links_.give_lane(channel, transfer.track);
+      links_.give_lane(channel, track);
     }
-    if (transfer.hop == 0 &&
+    if (--transfer.pending == 0) stretch_done(id);
+  }
+
+  void stretch_done(int id) {
+    InFlight& transfer = transfers_[id];
+    const Destination& destination = destination_of(transfer);
+    if (transfer.stretch == 0 &&
         problem_.cluster().devices[transfer.source % devices_].kind == DeviceKind::kCpu) {
       set_activity(transfer.source, false, -1);
       try_start(transfer.source);
     }
-    if (++transfer.hop < static_cast<int>(path_of(transfer).size())) {
-      start_hop(id);
+    if (++transfer.stretch < static_cast<int>(destination.stretch_ends.size())) {
+      start_stretch(id);
       return;
     }
     // Arrived: the sender's copy may go, the readers here may start.
@@ -495,7 +558,7 @@ class Simulation {
   bool pipelined_ = false;
   std::vector<Layout> layouts_;
   std::vector<Lane> lanes_;
-  std::vector<std::vector<int>> lanes_on_device_;
+  std::vector<std::vector<DeviceLane>> lanes_on_device_;  // per device of the plan's cluster
   // Per instance (replica, lane) and node: reads still missing, references to its outputs.
   std::vector<int32_t> remaining_, refs_;
   std::vector<int32_t> remote_refs_;  // per instance and received-copy slot
@@ -503,7 +566,8 @@ class Simulation {
   std::vector<int> nodes_done_;
   std::vector<double> lane_finish_;  // per lane, the latest over replicas
   std::vector<DeviceState> state_;
-  std::vector<int> cursor_;  // per simulated device and lane: its next node
+  // Per replica, device and lane of lanes_on_device_: its next node there.
+  std::vector<int> cursor_, cursor_offset_;
   std::vector<InFlight> transfers_;
   std::vector<int> free_transfers_;
   SharedLinks links_;

@@ -18,6 +18,9 @@ namespace tandem {
 //   - a transfer crosses its path hop by hop (store and forward, host-staged paths included):
 //     each hop its latency, then its bytes at the link's bandwidth in that direction, shared
 //     fairly among the transfers crossing that link in that direction at the same moment;
+//     hops joined at a switch are crossed at once (cut through): their latencies, then the
+//     bytes on each of their links together, the stretch done when the last link has carried
+//     them (so the slowest or most shared link sets its time);
 //   - pipeline plans: M micro-batches (batch / M samples each) flow through the stages; a
 //     device runs the earliest micro-batch whose next node is ready (fill and drain emerge);
 //   - data-parallel plans: each device with a share runs the whole graph on its share;
@@ -64,7 +67,8 @@ struct SimulationResult {
   std::vector<DeviceActivity> devices;  // replica r's device d at r * devices + d
   std::vector<LinkActivity> links;      // every link used or not; shared links once
   // Bytes sent from device a to device b of the plan's cluster, summed over replicas:
-  // device_bytes[a][b].
+  // device_bytes[a][b]. The row of a device that sent nothing is empty (a cluster of thousands
+  // of devices would otherwise hold millions of zeros).
   std::vector<std::vector<double>> device_bytes;
   std::optional<MemoryOverflow> overflow;  // set when a device ran out: figures up to then
   uint64_t events = 0;                     // events processed

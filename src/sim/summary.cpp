@@ -75,12 +75,42 @@ std::string render_simulation(const SimulationResult& result, const Plan& plan,
   const std::string mean = result.replicas > 1 ? " (mean)" : "";
   Table devices(
       {"device", "predicted busy" + mean, "idle" + mean, "utilisation", "memory peak", "capacity"});
+  // A large cluster's devices that read the same, side by side in the cluster's order, are one
+  // row naming the first and the last.
+  const bool fold_alike = folded.devices.size() > kEveryDeviceRowUpTo;
+  std::vector<std::string> last;
+  std::string first_id, last_id;
+  size_t alike = 0;
+  const auto flush = [&] {
+    if (alike == 0) return;
+    last[0] = alike == 1 ? first_id
+                         : first_id + " .. " + last_id + " (" + std::to_string(alike) + " devices)";
+    devices.add_row(last);
+    alike = 0;
+  };
   for (const HtmlReport::DeviceRow& row : folded.devices) {
-    devices.add_row(
-        {row.id, seconds_text(row.busy_seconds), seconds_text(row.idle_seconds),
-         percent(row.busy_seconds, end), human_bytes(row.peak_memory_bytes),
-         row.capacity_bytes == kInfinity ? "unknown" : human_bytes(row.capacity_bytes)});
+    std::vector<std::string> cells = {
+        row.id,
+        seconds_text(row.busy_seconds),
+        seconds_text(row.idle_seconds),
+        percent(row.busy_seconds, end),
+        human_bytes(row.peak_memory_bytes),
+        row.capacity_bytes == kInfinity ? "unknown" : human_bytes(row.capacity_bytes)};
+    if (!fold_alike) {
+      devices.add_row(cells);
+      continue;
+    }
+    if (alike > 0 && std::equal(cells.begin() + 1, cells.end(), last.begin() + 1)) {
+      last_id = row.id;
+      ++alike;
+      continue;
+    }
+    flush();
+    last = std::move(cells);
+    first_id = last_id = row.id;
+    alike = 1;
   }
+  flush();
   text += devices.render() + "\n";
   Table links({"link", "predicted bytes", "busy" + mean, "utilisation"});
   for (const HtmlReport::LinkRow& row : folded.links) {
@@ -159,8 +189,29 @@ HtmlReport simulation_html(const SimulationResult& result, const Plan& plan,
   }
   report.devices = std::move(folded.devices);
   report.links = std::move(folded.links);
-  for (const DeviceSpec& device : problem.cluster().devices) report.device_ids.push_back(device.id);
-  report.device_bytes = result.device_bytes;
+  // Bytes between every pair of devices; a large cluster's matrix only over the devices that
+  // sent or received any.
+  const int devices = problem.device_count();
+  std::vector<int> shown;
+  std::vector<bool> moved(devices, devices <= static_cast<int>(kEveryDeviceRowUpTo));
+  for (int a = 0; a < devices && a < static_cast<int>(result.device_bytes.size()); ++a) {
+    const std::vector<double>& row = result.device_bytes[a];
+    for (size_t b = 0; b < row.size(); ++b) {
+      if (row[b] > 0) moved[a] = moved[b] = true;
+    }
+  }
+  for (int d = 0; d < devices; ++d) {
+    if (moved[d]) shown.push_back(d);
+  }
+  for (int d : shown) report.device_ids.push_back(problem.cluster().devices[d].id);
+  static const std::vector<double> kNothing;
+  for (int a : shown) {
+    const std::vector<double>& sent =
+        a < static_cast<int>(result.device_bytes.size()) ? result.device_bytes[a] : kNothing;
+    std::vector<double> row;
+    for (int b : shown) row.push_back(sent.empty() ? 0 : sent[b]);
+    report.device_bytes.push_back(std::move(row));
+  }
   report.objective = objective_name(plan.objective);
   report.timeline = result.timeline;
   return report;
