@@ -196,6 +196,29 @@ void write_report(const RunOptions& options, const ClusterRun& ran, const Planni
   write_html_report(options.report, html);
 }
 
+// The report both run paths print: the timed runs, the figures against the plan that ran, the
+// outputs, the profile; `failed_over` names the device a failover left behind, when one did.
+RunReport cluster_report(const RunOptions& options, const ClusterRun& run,
+                         const PlanningProblem& planned,
+                         const std::vector<std::unique_ptr<Device>>& devices,
+                         const std::string& failed_over) {
+  const Graph& graph = *planned.graph();
+  RunReport report;
+  report.device = "cluster";
+  report.warmup_runs = run.runs.warmup_runs;
+  report.latencies_seconds = run.runs.latencies_seconds;
+  report.duration_seconds = run.runs.duration_seconds;
+  report.cluster = figures_of(run, planned, compile_stats(devices), options.cluster);
+  if (!failed_over.empty())
+    report.cluster->failover = "failover    " + failed_over +
+                               " failed; re-planned with auto onto the remaining devices and "
+                               "finished\n";
+  for (size_t i = 0; i < run.outputs.size(); ++i)
+    report.outputs.push_back({graph.values[graph.outputs[i]].name, run.outputs[i]});
+  if (options.profile) add_profile(report, run, graph);
+  return report;
+}
+
 }  // namespace
 
 RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
@@ -219,7 +242,7 @@ RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
   const PlanningProblem problem(graph, cost.cluster(), cost, plan_options);
   const bool record_ops = !options.trace.empty() || !options.report.empty() || options.profile;
   ClusterRun run;
-  std::string failover_note;
+  std::string failed_over;  // the device a failover left behind
   const auto write_report = [&](const ClusterRun& ran, const PlanningProblem& planned) {
     cli::write_report(options, ran, planned, model, split);
   };
@@ -241,24 +264,13 @@ RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
     if (options.verbose) say_plan(plan, replanned);
     run = run_plan(schedule, graph, split, plan, devices, inputs, record_ops);
     write_report(run, replanned);
-    failover_note = "failover    " + failure.device_name() +
-                    " failed; re-planned with auto onto the remaining devices and finished\n";
+    failed_over = failure.device_name();
   }
   if (!options.trace.empty()) {
     run.timeline.source = "measured on this machine (" + options.cluster + ")";
     write_chrome_trace(options.trace, run.timeline);
   }
-  RunReport report;
-  report.device = "cluster";
-  report.warmup_runs = run.runs.warmup_runs;
-  report.latencies_seconds = run.runs.latencies_seconds;
-  report.duration_seconds = run.runs.duration_seconds;
-  report.cluster = figures_of(run, problem, compile_stats(devices), options.cluster);
-  report.cluster->failover = failover_note;
-  for (size_t i = 0; i < run.outputs.size(); ++i)
-    report.outputs.push_back({graph.values[graph.outputs[i]].name, run.outputs[i]});
-  if (options.profile) add_profile(report, run, graph);
-  return report;
+  return cluster_report(options, run, problem, devices, failed_over);
 }
 
 #ifdef TANDEM_WITH_MPI
@@ -487,7 +499,7 @@ std::optional<RunReport> run_on_ranks(RankWorld& ranks, const RunOptions& option
   };
   const PlanningProblem* planned = &problem;
   std::optional<PlanningProblem> replanned;
-  std::string failover_note;
+  std::string failed_over;  // the device a failover left behind
   try {
     attempt(problem, options.strategy);
   } catch (const DeviceFailure& failure) {
@@ -501,8 +513,7 @@ std::optional<RunReport> run_on_ranks(RankWorld& ranks, const RunOptions& option
     replanned.emplace(graph, cost.cluster(), cost, remaining);
     planned = &*replanned;
     attempt(*replanned, "auto");
-    failover_note = "failover    " + failure.device_name() +
-                    " failed; re-planned with auto onto the remaining devices and finished\n";
+    failed_over = failure.device_name();
   }
   figures.segments_run = executor->stats().segments_run;
   figures.transfers_run = executor->stats().transfers;
@@ -542,19 +553,10 @@ std::optional<RunReport> run_on_ranks(RankWorld& ranks, const RunOptions& option
         "measured on " + std::to_string(world.size()) + " ranks (" + options.cluster + ")";
     write_chrome_trace(options.trace, run.timeline);
   }
-  RunReport report;
-  report.device = "cluster";
-  report.warmup_runs = run.runs.warmup_runs;
-  report.latencies_seconds = run.runs.latencies_seconds;
-  report.duration_seconds = run.runs.duration_seconds;
-  report.cluster = figures_of(run, *planned, compile_stats(devices), options.cluster);
-  report.cluster->failover = failover_note;
+  RunReport report = cluster_report(options, run, *planned, devices, failed_over);
   report.cluster->ranks = world.size();
   report.cluster->rank_mapping = map.how;
   report.cluster->host_links = host_links(all, map, cost.cluster(), plan);
-  for (size_t i = 0; i < run.outputs.size(); ++i)
-    report.outputs.push_back({graph.values[graph.outputs[i]].name, run.outputs[i]});
-  if (options.profile) add_profile(report, run, graph);
   return report;
 }
 #else

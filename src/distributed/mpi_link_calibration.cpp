@@ -20,14 +20,6 @@
 namespace tandem::distributed {
 namespace {
 
-void check(int code, const char* what) {
-  if (code == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  MPI_Error_string(code, text, &length);
-  throw std::runtime_error(std::string("MPI: ") + what + ": " + std::string(text, length));
-}
-
 constexpr int kTagOut = 11;      // the timed message, lower rank -> peer
 constexpr int kTagAck = 12;      // the smallest message back
 constexpr int kTagGo = 13;       // the smallest message, lower rank -> peer
@@ -52,10 +44,10 @@ Budget budget(bool quick, size_t pairs) {
 // on a machine with few cores the pair measuring keeps them.
 void quiet_barrier(MPI_Comm comm) {
   MPI_Request request;
-  check(MPI_Ibarrier(comm, &request), "MPI_Ibarrier");
+  check_mpi(MPI_Ibarrier(comm, &request), "MPI_Ibarrier");
   for (;;) {
     int done = 0;
-    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
     if (done) return;
     usleep(200);
   }
@@ -85,12 +77,13 @@ class PairTimer {
     const int count = static_cast<int>(bytes);
     const int small = static_cast<int>(kSmallest);
     const double start = MPI_Wtime();
-    check(MPI_Send(buffer_.data(), count, MPI_BYTE, peer_, kTagOut, comm_), "MPI_Send");
-    check(MPI_Recv(small_, small, MPI_BYTE, peer_, kTagAck, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
+    check_mpi(MPI_Send(buffer_.data(), count, MPI_BYTE, peer_, kTagOut, comm_), "MPI_Send");
+    check_mpi(MPI_Recv(small_, small, MPI_BYTE, peer_, kTagAck, comm_, MPI_STATUS_IGNORE),
+              "MPI_Recv");
     const double middle = MPI_Wtime();
-    check(MPI_Send(small_, small, MPI_BYTE, peer_, kTagGo, comm_), "MPI_Send");
-    check(MPI_Recv(buffer_.data(), count, MPI_BYTE, peer_, kTagBack, comm_, MPI_STATUS_IGNORE),
-          "MPI_Recv");
+    check_mpi(MPI_Send(small_, small, MPI_BYTE, peer_, kTagGo, comm_), "MPI_Send");
+    check_mpi(MPI_Recv(buffer_.data(), count, MPI_BYTE, peer_, kTagBack, comm_, MPI_STATUS_IGNORE),
+              "MPI_Recv");
     const double end = MPI_Wtime();
     return {middle - start, end - middle};
   }
@@ -99,20 +92,21 @@ class PairTimer {
   void answer(size_t bytes) {
     const int count = static_cast<int>(bytes);
     const int small = static_cast<int>(kSmallest);
-    check(MPI_Recv(buffer_.data(), count, MPI_BYTE, peer_, kTagOut, comm_, MPI_STATUS_IGNORE),
-          "MPI_Recv");
-    check(MPI_Send(small_, small, MPI_BYTE, peer_, kTagAck, comm_), "MPI_Send");
-    check(MPI_Recv(small_, small, MPI_BYTE, peer_, kTagGo, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
-    check(MPI_Send(buffer_.data(), count, MPI_BYTE, peer_, kTagBack, comm_), "MPI_Send");
+    check_mpi(MPI_Recv(buffer_.data(), count, MPI_BYTE, peer_, kTagOut, comm_, MPI_STATUS_IGNORE),
+              "MPI_Recv");
+    check_mpi(MPI_Send(small_, small, MPI_BYTE, peer_, kTagAck, comm_), "MPI_Send");
+    check_mpi(MPI_Recv(small_, small, MPI_BYTE, peer_, kTagGo, comm_, MPI_STATUS_IGNORE),
+              "MPI_Recv");
+    check_mpi(MPI_Send(buffer_.data(), count, MPI_BYTE, peer_, kTagBack, comm_), "MPI_Send");
   }
 
   void send_control(int exchanges) {
-    check(MPI_Send(&exchanges, 1, MPI_INT, peer_, kTagControl, comm_), "MPI_Send");
+    check_mpi(MPI_Send(&exchanges, 1, MPI_INT, peer_, kTagControl, comm_), "MPI_Send");
   }
   int receive_control() {
     int exchanges = 0;
-    check(MPI_Recv(&exchanges, 1, MPI_INT, peer_, kTagControl, comm_, MPI_STATUS_IGNORE),
-          "MPI_Recv");
+    check_mpi(MPI_Recv(&exchanges, 1, MPI_INT, peer_, kTagControl, comm_, MPI_STATUS_IGNORE),
+              "MPI_Recv");
     return exchanges;
   }
 
@@ -297,7 +291,7 @@ LinkProfile calibrate_links(const MpiWorld& world, const LinkCalibrationOptions&
     throw std::logic_error("calibrate_links: a host name per rank is needed");
   }
   MPI_Comm comm;
-  check(MPI_Comm_dup(world.comm(), &comm), "MPI_Comm_dup");
+  check_mpi(MPI_Comm_dup(world.comm(), &comm), "MPI_Comm_dup");
   const bool every_pair = ranks <= 8;
   std::vector<std::pair<int, int>> pairs;
   for (int a = 0; a < ranks; ++a) {

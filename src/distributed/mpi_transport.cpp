@@ -22,13 +22,6 @@ constexpr int kFailureChars = 4096;
 using Clock = std::chrono::steady_clock;
 using Header = std::array<int64_t, kHeaderWords>;
 
-std::string mpi_error(int code) {
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  MPI_Error_string(code, text, &length);
-  return std::string(text, static_cast<size_t>(length));
-}
-
 int chunks_of(size_t bytes) {
   return static_cast<int>((bytes + MpiTransport::kChunkBytes - 1) / MpiTransport::kChunkBytes);
 }
@@ -89,9 +82,6 @@ struct MpiTransport::State {
     requests.push_back(request);
     ops.push_back({kind, slot});
   }
-  void check(int code, const char* what) {
-    if (code != MPI_SUCCESS) throw std::runtime_error(std::string(what) + ": " + mpi_error(code));
-  }
 
   void post_send(Outgoing message) {
     SendSlot& slot = sends.emplace_back();
@@ -108,17 +98,17 @@ struct MpiTransport::State {
     const size_t index = sends.size() - 1;
     const int tag = slot.message.tag + 1;
     MPI_Request request;
-    check(MPI_Isend(slot.header.data(), static_cast<int>(3 + tensor.rank()), MPI_INT64_T,
-                    slot.message.to, tag, comm, &request),
-          "MPI_Isend");
+    check_mpi(MPI_Isend(slot.header.data(), static_cast<int>(3 + tensor.rank()), MPI_INT64_T,
+                        slot.message.to, tag, comm, &request),
+              "MPI_Isend");
     post(request, Kind::kSend, index);
     slot.parts_left = 1 + chunks_of(tensor.nbytes());
     const auto* bytes = static_cast<const char*>(tensor.raw());
     for (size_t offset = 0; offset < tensor.nbytes(); offset += kChunkBytes) {
       const size_t length = std::min(kChunkBytes, tensor.nbytes() - offset);
-      check(MPI_Isend(bytes + offset, static_cast<int>(length), MPI_BYTE, slot.message.to, tag,
-                      comm, &request),
-            "MPI_Isend");
+      check_mpi(MPI_Isend(bytes + offset, static_cast<int>(length), MPI_BYTE, slot.message.to, tag,
+                          comm, &request),
+                "MPI_Isend");
       post(request, Kind::kSend, index);
     }
   }
@@ -127,9 +117,9 @@ struct MpiTransport::State {
     ReceiveSlot& slot = receives.emplace_back();
     slot.receive = std::move(receive);
     MPI_Request request;
-    check(MPI_Irecv(slot.header.data(), kHeaderWords, MPI_INT64_T, slot.receive.from,
-                    slot.receive.tag + 1, comm, &request),
-          "MPI_Irecv");
+    check_mpi(MPI_Irecv(slot.header.data(), kHeaderWords, MPI_INT64_T, slot.receive.from,
+                        slot.receive.tag + 1, comm, &request),
+              "MPI_Irecv");
     post(request, Kind::kHeader, receives.size() - 1);
   }
 
@@ -159,9 +149,9 @@ struct MpiTransport::State {
     for (size_t offset = 0; offset < slot.tensor.nbytes(); offset += kChunkBytes) {
       const size_t length = std::min(kChunkBytes, slot.tensor.nbytes() - offset);
       MPI_Request request;
-      check(MPI_Irecv(bytes + offset, static_cast<int>(length), MPI_BYTE, slot.receive.from,
-                      slot.receive.tag + 1, comm, &request),
-            "MPI_Irecv");
+      check_mpi(MPI_Irecv(bytes + offset, static_cast<int>(length), MPI_BYTE, slot.receive.from,
+                          slot.receive.tag + 1, comm, &request),
+                "MPI_Irecv");
       post(request, Kind::kChunk, index);
     }
     if (slot.chunks_left == 0) arrived(index);
@@ -305,9 +295,9 @@ struct MpiTransport::State {
     std::vector<int> indices(requests.size());
     std::vector<MPI_Status> statuses(requests.size());
     int count = 0;
-    const int code = MPI_Testsome(static_cast<int>(requests.size()), requests.data(), &count,
-                                  indices.data(), statuses.data());
-    if (code != MPI_SUCCESS) throw std::runtime_error(mpi_error(code));
+    check_mpi(MPI_Testsome(static_cast<int>(requests.size()), requests.data(), &count,
+                           indices.data(), statuses.data()),
+              "MPI_Testsome");
     if (count == MPI_UNDEFINED || count == 0) return false;
     for (int k = 0; k < count; ++k) {
       const Op op = ops[indices[k]];

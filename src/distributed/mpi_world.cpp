@@ -6,9 +6,7 @@
 #include <stdexcept>
 
 namespace tandem::distributed {
-namespace {
-
-void check(int code, const char* what) {
+void check_mpi(int code, const char* what) {
   if (code == MPI_SUCCESS) return;
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
@@ -16,11 +14,9 @@ void check(int code, const char* what) {
   throw std::runtime_error(std::string("MPI: ") + what + ": " + std::string(text, length));
 }
 
-}  // namespace
-
 MpiWorld::MpiWorld() {
   int provided = 0;
-  check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+  check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
   // Errors come back as codes, so that they can be reported, instead of ending the job.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   if (provided < MPI_THREAD_SERIALIZED) {
@@ -44,18 +40,18 @@ std::string MpiWorld::describe(int rank) const {
 
 std::string MpiWorld::broadcast(const std::string& text, int root) const {
   long long length = rank_ == root ? static_cast<long long>(text.size()) : 0;
-  check(MPI_Bcast(&length, 1, MPI_LONG_LONG, root, MPI_COMM_WORLD), "MPI_Bcast");
+  check_mpi(MPI_Bcast(&length, 1, MPI_LONG_LONG, root, MPI_COMM_WORLD), "MPI_Bcast");
   std::string result = rank_ == root ? text : std::string(static_cast<size_t>(length), '\0');
-  check(MPI_Bcast(result.data(), static_cast<int>(length), MPI_CHAR, root, MPI_COMM_WORLD),
-        "MPI_Bcast");
+  check_mpi(MPI_Bcast(result.data(), static_cast<int>(length), MPI_CHAR, root, MPI_COMM_WORLD),
+            "MPI_Bcast");
   return result;
 }
 
 std::vector<std::string> MpiWorld::gather(const std::string& text, int root) const {
   const int length = static_cast<int>(text.size());
   std::vector<int> lengths(rank_ == root ? size_ : 0);
-  check(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, root, MPI_COMM_WORLD),
-        "MPI_Gather");
+  check_mpi(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, root, MPI_COMM_WORLD),
+            "MPI_Gather");
   std::vector<int> offsets(lengths.size());
   int total = 0;
   for (size_t r = 0; r < lengths.size(); ++r) {
@@ -63,9 +59,9 @@ std::vector<std::string> MpiWorld::gather(const std::string& text, int root) con
     total += lengths[r];
   }
   std::string all(static_cast<size_t>(total), '\0');
-  check(MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
-                    MPI_CHAR, root, MPI_COMM_WORLD),
-        "MPI_Gatherv");
+  check_mpi(MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
+                        MPI_CHAR, root, MPI_COMM_WORLD),
+            "MPI_Gatherv");
   std::vector<std::string> texts;
   for (size_t r = 0; r < lengths.size(); ++r) texts.push_back(all.substr(offsets[r], lengths[r]));
   return texts;
@@ -74,8 +70,8 @@ std::vector<std::string> MpiWorld::gather(const std::string& text, int root) con
 std::vector<std::string> MpiWorld::all_gather(const std::string& text) const {
   const int length = static_cast<int>(text.size());
   std::vector<int> lengths(size_);
-  check(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD),
-        "MPI_Allgather");
+  check_mpi(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD),
+            "MPI_Allgather");
   std::vector<int> offsets(size_);
   int total = 0;
   for (int r = 0; r < size_; ++r) {
@@ -83,9 +79,9 @@ std::vector<std::string> MpiWorld::all_gather(const std::string& text) const {
     total += lengths[r];
   }
   std::string all(static_cast<size_t>(total), '\0');
-  check(MPI_Allgatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
-                       MPI_CHAR, MPI_COMM_WORLD),
-        "MPI_Allgatherv");
+  check_mpi(MPI_Allgatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(),
+                           offsets.data(), MPI_CHAR, MPI_COMM_WORLD),
+            "MPI_Allgatherv");
   std::vector<std::string> texts;
   for (int r = 0; r < size_; ++r) texts.push_back(all.substr(offsets[r], lengths[r]));
   return texts;
@@ -124,7 +120,7 @@ std::vector<double> MpiWorld::clock_offsets() const {
   return offsets;
 }
 
-void MpiWorld::barrier() const { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+void MpiWorld::barrier() const { check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
 
 void MpiWorld::abort(int code) const {
   MPI_Abort(MPI_COMM_WORLD, code);

@@ -11,6 +11,9 @@ namespace tandem::distributed {
 // MPI for this process: initialised on construction (threads: the runtime's transport thread
 // calls MPI while the main thread waits; collectives only between runs), finalised on
 // destruction. At most one per process. Every rank's processor (host) name is gathered at start.
+// Throws std::runtime_error "MPI: <what>: <MPI's text for code>" unless code is MPI_SUCCESS.
+void check_mpi(int code, const char* what);
+
 class MpiWorld {
  public:
   MpiWorld();
