@@ -30,9 +30,12 @@ APT_PACKAGES=(
 # The Python package (docs/PYTHON.md): nanobind and scikit-build-core build it, pytest tests it;
 # its Keras and TensorFlow converters go through tf2onnx. These releases work together (tf2onnx
 # 1.16.1 needs protobuf 3.20, which tensorflow-cpu 2.15 and onnx 1.17 both accept).
+# scikit-learn ships the digits data set that `tandem train` is tested on (tools/make_digits.py);
+# scipy pinned to a release that takes Debian's numpy 1.24 (newer ones would pull numpy 1.26).
 PIP_REQUIREMENTS=("numpy<2" "onnx==1.17.0" "onnxruntime==1.20.1" "xla-cpu-pjrt==0.0.1"
   "nanobind==3.1.0" "scikit-build-core==1.1.2" "pytest==9.2.0"
-  "tensorflow-cpu==2.15.1" "tf2onnx==1.16.1" "protobuf==3.20.3")
+  "tensorflow-cpu==2.15.1" "tf2onnx==1.16.1" "protobuf==3.20.3"
+  "scikit-learn==1.5.2" "scipy==1.15.3")
 
 # ---- 1. apt -----------------------------------------------------------------
 missing=()
@@ -62,7 +65,7 @@ fi
 if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$REQ_STRING" ]]; then
   log "pip installing $REQ_STRING"
   "$PY" -m pip install -q --disable-pip-version-check "${PIP_REQUIREMENTS[@]}"
-  TF_CPP_MIN_LOG_LEVEL=2 "$PY" -c "import numpy, onnx, onnxruntime, torch, torchvision, nanobind, pytest, tf2onnx" \
+  TF_CPP_MIN_LOG_LEVEL=2 "$PY" -c "import numpy, onnx, onnxruntime, torch, torchvision, nanobind, pytest, tf2onnx, sklearn" \
     || { echo "setup: ERROR: venv imports failed" >&2; exit 1; }
   printf '%s' "$REQ_STRING" > "$STAMP"
 else
@@ -87,9 +90,10 @@ fi
 if ((need_zoo)); then
   log "generating model zoo in zoo/"
   start=$SECONDS
-  # everything but the real-size tier, which step 4 keeps up to date on its own
+  # everything but the real-size tier, which step 4 keeps up to date on its own, and the
+  # training models of zoo/train (committed, from tools/make_train_zoo.py)
   if [[ -d "$REPO/zoo" ]]; then
-    find "$REPO/zoo" -mindepth 1 -maxdepth 1 ! -name real -exec rm -rf {} +
+    find "$REPO/zoo" -mindepth 1 -maxdepth 1 ! -name real ! -name train -exec rm -rf {} +
   fi
   "$PY" tools/make_zoo.py --out zoo
   "$PY" tools/make_bad_inputs.py --out zoo/bad
