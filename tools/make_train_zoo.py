@@ -18,6 +18,7 @@ for the modules (`build`, `module_from_onnx`, `expected_initializers`).
   mlp               Gemm-Relu-Gemm-Tanh-Gemm on [batch,64]
   tiny_transformer  LayerNorm, 2-head self-attention (MatMul, Softmax), residuals, MatMul-GELU(Erf)-MatMul,
                     ReduceMean over the sequence, Gemm, on [batch,8,32]
+  two_inputs        inputs image [batch,1,8,8] and features [batch,16]: Conv-Relu, Gemm-Sigmoid, Concat, Gemm
   mixed_ops         Conv-Relu, GlobalAveragePool-Sigmoid gate (Mul broadcast), AveragePool, Slice, Sub,
                     Div by a parameter (broadcast), Concat, ReduceMean-Sub, Transpose, Reshape,
                     Gemm (transB), Mul by a parameter, on [batch,1,8,8]
@@ -122,19 +123,33 @@ def _modules():
             f = c.permute(0, 2, 3, 1).reshape(-1, 128)                         # Transpose, Reshape
             return self.fc(f) * self.scale                                     # Gemm, Mul
 
+    class TwoInputs(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(1, 4, 3, stride=2, padding=1)
+            self.fc_features = nn.Linear(16, 16)
+            self.head = nn.Linear(80, 10)
+
+        def forward(self, image, features):
+            a = torch.relu(self.conv(image)).flatten(1)                       # [N,64]
+            b = torch.sigmoid(self.fc_features(features))                     # [N,16]
+            return self.head(torch.cat([a, b], dim=1))
+
     return {"digits_cnn": DigitsCNN, "mlp": MLP, "tiny_transformer": TinyTransformer,
-            "mixed_ops": MixedOps}
+            "mixed_ops": MixedOps, "two_inputs": TwoInputs}
 
 
-# name -> (seed, input shape after the batch, description)
+# name -> (seed, inputs: (name, shape after the batch), description)
 MODELS = {
-    "digits_cnn": (1801, [1, 8, 8], "CNN for the digits: Conv-BatchNorm-Relu-MaxPool, Conv-Relu-MaxPool, "
+    "digits_cnn": (1801, [("x", [1, 8, 8])], "CNN for the digits: Conv-BatchNorm-Relu-MaxPool, Conv-Relu-MaxPool, "
                                      "Flatten, Gemm-Relu-Gemm"),
-    "mlp": (1802, [64], "MLP: Gemm-Relu-Gemm-Tanh-Gemm"),
-    "tiny_transformer": (1803, [8, 32], "one pre-norm transformer block, 2 heads, GELU, mean over the "
+    "mlp": (1802, [("x", [64])], "MLP: Gemm-Relu-Gemm-Tanh-Gemm"),
+    "tiny_transformer": (1803, [("x", [8, 32])], "one pre-norm transformer block, 2 heads, GELU, mean over the "
                                         "sequence, a classifier"),
-    "mixed_ops": (1804, [1, 8, 8], "GlobalAveragePool-Sigmoid gate, AveragePool, Slice, Sub/Div/Mul with "
+    "mixed_ops": (1804, [("x", [1, 8, 8])], "GlobalAveragePool-Sigmoid gate, AveragePool, Slice, Sub/Div/Mul with "
                                    "broadcasting, Concat, ReduceMean, Transpose, Reshape, Gemm transB"),
+    "two_inputs": (1805, [("image", [1, 8, 8]), ("features", [16])],
+                   "two inputs: a strided Conv-Relu branch and a Gemm-Sigmoid branch, Concat, Gemm"),
 }
 CLASSES = 10
 
@@ -158,22 +173,24 @@ def build(name: str):
 
 def export(module, name: str, path: str) -> None:
     import torch
-    shape = [2] + MODELS[name][1]
-    example = torch.rand(*shape, generator=torch.Generator().manual_seed(0))
+    generator = torch.Generator().manual_seed(0)
+    inputs = MODELS[name][1]
+    examples = tuple(torch.rand(2, *shape, generator=generator) for _, shape in inputs)
     buffer = io.BytesIO()
     with warnings.catch_warnings():
         # the advice against constant folding is for modules in training mode; this one is in eval
         warnings.filterwarnings("ignore", message="It is recommended that constant folding be turned off")
-        _export(torch, module, example, buffer)
+        _export(torch, module, examples, [n for n, _ in inputs], buffer)
     model = onnx.load_from_string(buffer.getvalue())
     model.doc_string = f"tandem train zoo: {name}: {MODELS[name][2]}"
     onnx.checker.check_model(model, full_check=True)
     onnx.save(model, path)
 
 
-def _export(torch, module, example, buffer) -> None:
-    torch.onnx.export(module, (example,), buffer, opset_version=OPSET, input_names=["x"],
-                      output_names=["logits"], dynamic_axes={"x": {0: "batch"}, "logits": {0: "batch"}},
+def _export(torch, module, examples, input_names, buffer) -> None:
+    axes = {n: {0: "batch"} for n in input_names + ["logits"]}
+    torch.onnx.export(module, examples, buffer, opset_version=OPSET, input_names=input_names,
+                      output_names=["logits"], dynamic_axes=axes,
                       do_constant_folding=True,
                       # PRESERVE with the module in eval mode: BatchNormalization stays a node (EVAL
                       # would fold it into the Conv before it), in its inference form
@@ -223,15 +240,17 @@ def make_one(name: str, out: str) -> dict:
     if float_constants:
         # they would be trained as parameters (every float initializer is one)
         raise RuntimeError(f"{name}: float initializers that are no parameter: {float_constants}")
-    inp, outp = model.graph.input[0], model.graph.output[0]
+    declared = [i.name for i in model.graph.input]
+    if declared != [n for n, _ in MODELS[name][1]] or [o.name for o in model.graph.output] != ["logits"]:
+        raise RuntimeError(f"{name}: exported inputs {declared}")
     entry = {
         "name": name,
         "path": f"{name}.onnx",
         "doc": MODELS[name][2],
         "seed": MODELS[name][0],
         "opset": OPSET,
-        "input": {"name": inp.name, "shape": ["batch"] + MODELS[name][1], "dtype": "float32"},
-        "output": {"name": outp.name, "shape": ["batch", CLASSES], "dtype": "float32"},
+        "inputs": [{"name": n, "shape": ["batch"] + shape, "dtype": "float32"} for n, shape in MODELS[name][1]],
+        "output": {"name": "logits", "shape": ["batch", CLASSES], "dtype": "float32"},
         "classes": CLASSES,
         "ops": sorted(collect_ops(model.graph)),
         "parameter_count": int(sum(int(np.prod(p["shape"])) for p in parameters)),
@@ -269,7 +288,7 @@ def module_from_onnx(entry: dict, path: str):
         value = values[row["initializer"]]
         if row["transform"] == "transpose":
             value = value.T
-        state[row["torch"]] = torch.from_numpy(np.ascontiguousarray(value))
+        state[row["torch"]] = torch.from_numpy(np.array(value))
     module.load_state_dict(state)
     return module
 
