@@ -281,8 +281,9 @@ class TrainTest(unittest.TestCase):
         if not hasattr(TrainTest, "_help"):
             TrainTest._help = tandem("train", "--help", timeout=60)
         help_run = TrainTest._help
-        self.assertEqual(help_run.returncode, 0,
-                         f"`tandem train --help` failed (is the verb there?): {help_run.stderr[-500:]}")
+        self.assertTrue(help_run.returncode == 0 and "--data" in help_run.stdout,
+                        f"`tandem train --help` shows no --data: is the verb there?\n{help_run.stdout[-500:]}"
+                        f"{help_run.stderr[-500:]}")
 
     def path(self, *parts):
         return os.path.join(self.tmp, *parts)
@@ -424,6 +425,30 @@ class Optimizers(TrainTest):
 
     def test_adamw(self):
         self.each_model(optimizer="adamw", lr=0.01, weight_decay=0.1, eps=1e-3)
+
+
+class Checkpoint(TrainTest):
+    def test_resume_continues_as_if_never_stopped(self):
+        # Adam (its moments and step count are in the checkpoint), BatchNorm statistics, file order:
+        # 3 steps, a checkpoint, 3 more from it = 6 steps in one go
+        entry = zoo_entry("digits_cnn")
+        data, _, _ = self.dataset("resume", entry, 48, 21)
+        common = ["--no-shuffle", "--batch", 8, "--optimizer", "adam", "--lr", 0.01]
+        straight = self.path("straight.onnx")
+        whole = train(self, zoo_model("digits_cnn"), data, *common, "--steps", 6, "--save", straight)
+        folder = self.path("checkpoint")
+        first = train(self, zoo_model("digits_cnn"), data, *common, "--steps", 3, "--checkpoint", folder)
+        resumed = self.path("resumed.onnx")
+        second = train(self, zoo_model("digits_cnn"), data, *common, "--steps", 6, "--resume", folder,
+                       "--save", resumed)
+        self.assertEqual(len(first.steps), 3)
+        self.assertEqual([e["step"] for e in second.steps], [e["step"] for e in whole.steps[3:]],
+                         "the resumed run goes on from step 4 to step 6")
+        for k, (a, b) in enumerate(zip(first.losses + second.losses, whole.losses)):
+            self.assertLessEqual(relative_difference(a, b), 1e-6, f"step {k + 1}: {a} resumed, {b} straight")
+        a, b = make_train_zoo.read_initializers(resumed), make_train_zoo.read_initializers(straight)
+        for name in b:
+            np.testing.assert_allclose(a[name], b[name], rtol=1e-6, atol=1e-7, err_msg=name)
 
 
 class BatchNorm(TrainTest):
