@@ -8,8 +8,9 @@ For every model of zoo/train (tools/make_train_zoo.py): random data of the model
                     median of the step lines' samples_per_second after --warmup steps
   tandem, pipeline  the same with --cluster FILE --strategy pipeline (default the 2-stage
                     examples/clusters/cpu-split.yaml: two one-core devices)
-  predicted         the step time `tandem train` predicts for the plan, where its --help offers
-                    an option for it (--predict); otherwise the column is left out, and said so
+  predicted         the step time the training step's plan predicts (predicted_step_seconds of
+                    the --json start line), beside measured / predicted; left out, and said so,
+                    where the command reports none
   PyTorch eager     torch.set_num_threads(T), module.train(), forward, loss, backward and
                     optimizer.step() timed per step (perf_counter), median after the warm-up
 
@@ -66,26 +67,20 @@ def optimizer_args(args):
     return ["--optimizer", args.optimizer, "--lr", str(args.lr)]
 
 
-def predict_option(tandem):
-    """The option of `tandem train` that predicts the step time, if its --help has one."""
+def check_verb(tandem):
     result = subprocess.run([tandem, "train", "--help"], capture_output=True, text=True)
-    if result.returncode != 0:
-        raise SystemExit(f"train_bench: `tandem train --help` failed: {result.stderr.strip()}")
-    for option in ("--predict",):
-        if option in result.stdout.split():
-            return option
-    return None
+    if result.returncode != 0 or "--data" not in result.stdout:
+        raise SystemExit(f"train_bench: `{tandem} train --help` shows no --data: {result.stderr.strip()}")
 
 
-def time_tandem(tandem, model, data, args, cluster=None, predict=None):
-    """(median samples/s after the warm-up, predicted seconds per step or None)."""
+def time_tandem(tandem, model, data, args, cluster=None):
+    """(median samples/s after the warm-up, the predicted and the simulated seconds per step, or
+    None where the command reports none)."""
     argv = [tandem, "train", model, "--data", data, "--json", "--threads", str(args.threads),
             "--batch", str(args.batch), "--steps", str(args.steps), "--epochs", "1000000", "--seed", "1",
             *optimizer_args(args)]
     if cluster:
         argv += ["--cluster", cluster, "--strategy", "pipeline"]
-    if predict:
-        argv.append(predict)
     result = subprocess.run(argv, capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)}: {result.stderr.strip()}")
@@ -94,19 +89,10 @@ def time_tandem(tandem, model, data, args, cluster=None, predict=None):
     if len(steps) <= args.warmup:
         raise RuntimeError(f"{model}: {len(steps)} steps, no more than the --warmup {args.warmup}")
     rate = statistics.median(e["samples_per_second"] for e in steps[args.warmup:])
-    predicted = None
-    if predict:
-        # the first number of seconds per step found in the events (the key's name is not
-        # settled: step_s / predicted_step_s / predicted.step_s)
-        for e in events:
-            for key in ("predicted_step_s", "step_s"):
-                if key in e:
-                    predicted = e[key]
-            if isinstance(e.get("predicted"), dict) and "step_s" in e["predicted"]:
-                predicted = e["predicted"]["step_s"]
-            if predicted is not None:
-                break
-    return rate, predicted
+    # the plan's predicted and simulated step times, in the start (and done) line
+    predicted = next((e["predicted_step_seconds"] for e in events if "predicted_step_seconds" in e), None)
+    simulated = next((e["simulated_step_seconds"] for e in events if "simulated_step_seconds" in e), None)
+    return rate, predicted, simulated
 
 
 def time_torch(entry, inputs, y, args):
@@ -155,7 +141,7 @@ def main():
 
     manifest = make_train_zoo.manifest(args.zoo)
     names = [n for n in args.models.split(",") if n] or list(manifest)
-    predict = predict_option(args.tandem)
+    check_verb(args.tandem)
     rows = []
     with tempfile.TemporaryDirectory(prefix="train-bench-") as tmp:
         for name in names:
@@ -163,24 +149,27 @@ def main():
             model = os.path.join(args.zoo, entry["path"])
             data = os.path.join(tmp, name)
             inputs, y = write_data(data, entry, args.batch * min(args.steps, 64))
-            one, predicted_one = time_tandem(args.tandem, model, data, args, predict=predict)
-            pipe, predicted_pipe = time_tandem(args.tandem, model, data, args, cluster=args.cluster,
-                                               predict=predict)
+            one, predicted_one, simulated_one = time_tandem(args.tandem, model, data, args)
+            pipe, predicted_pipe, simulated_pipe = time_tandem(args.tandem, model, data, args, cluster=args.cluster)
             eager = time_torch(entry, inputs, y, args)
             rows.append({"model": name, "parameters": entry["parameter_count"],
                          "tandem_cpu_samples_per_s": one, "tandem_pipeline_samples_per_s": pipe,
                          "predicted_cpu_step_s": predicted_one, "predicted_pipeline_step_s": predicted_pipe,
+                         "simulated_cpu_step_s": simulated_one, "simulated_pipeline_step_s": simulated_pipe,
                          "torch_samples_per_s": eager})
             print(f"train_bench: {name}: tandem {one:.0f}, pipeline {pipe:.0f}, torch {eager:.0f} samples/s",
                   file=sys.stderr)
 
+    predict = any(r["predicted_cpu_step_s"] is not None or r["predicted_pipeline_step_s"] is not None
+                  for r in rows)
     ms = lambda rate: 1e3 * args.batch / rate  # noqa: E731
     print(f"Training step, batch {args.batch}, {args.optimizer} (lr {args.lr}), {args.threads} threads, "
           f"median of steps {args.warmup + 1}-{args.steps}; machine: {machine()}; pipeline: "
           f"{os.path.relpath(args.cluster, REPO)} --strategy pipeline\n")
     header = ["model", "params", "tandem 1 CPU samples/s (ms/step)", "tandem pipeline samples/s (ms/step)"]
     if predict:
-        header += ["predicted ms/step 1 CPU", "predicted ms/step pipeline"]
+        header += ["predicted (simulated) ms/step 1 CPU, measured / predicted",
+                   "predicted (simulated) ms/step pipeline, measured / predicted"]
     header += ["PyTorch eager samples/s (ms/step)", "tandem 1 CPU / PyTorch", "pipeline / 1 CPU"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
@@ -189,15 +178,18 @@ def main():
                  f"{r['tandem_cpu_samples_per_s']:,.0f} ({ms(r['tandem_cpu_samples_per_s']):.2f})",
                  f"{r['tandem_pipeline_samples_per_s']:,.0f} ({ms(r['tandem_pipeline_samples_per_s']):.2f})"]
         if predict:
-            cells += [f"{1e3 * v:.2f}" if v is not None else "n/a"
-                      for v in (r["predicted_cpu_step_s"], r["predicted_pipeline_step_s"])]
+            for v, sim, rate in ((r["predicted_cpu_step_s"], r["simulated_cpu_step_s"], r["tandem_cpu_samples_per_s"]),
+                                 (r["predicted_pipeline_step_s"], r["simulated_pipeline_step_s"],
+                                  r["tandem_pipeline_samples_per_s"])):
+                sim_text = f" ({1e3 * sim:.2f})" if sim else ""
+                cells.append(f"{1e3 * v:.2f}{sim_text}, {ms(rate) / (1e3 * v):.2f}x" if v else "n/a")
         cells += [f"{r['torch_samples_per_s']:,.0f} ({ms(r['torch_samples_per_s']):.2f})",
                   f"{r['tandem_cpu_samples_per_s'] / r['torch_samples_per_s']:.2f}x",
                   f"{r['tandem_pipeline_samples_per_s'] / r['tandem_cpu_samples_per_s']:.2f}x"]
         print("| " + " | ".join(cells) + " |")
     print("\nRatios are throughputs (above 1x: the first is faster).")
     if not predict:
-        print("No predicted column: `tandem train --help` offers no option to predict the step time.")
+        print("No predicted column: `tandem train --json` reported no predicted_step_seconds.")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": machine(), "batch": args.batch, "threads": args.threads,
