@@ -108,7 +108,32 @@ struct SimulateOptions {
   std::string report;  // HTML report to write
 };
 
+struct TrainOptions {
+  std::string model;
+  std::string data;     // DIR with train/ (and test/) split folders (train/dataset.h)
+  std::string cluster;  // default: this machine's CPU as one device
+  std::string strategy = "auto";
+  std::string loss = "cross-entropy";  // or mse
+  std::string optimizer = "sgd";       // sgd, adam, adamw
+  std::string output;                  // the model output the loss reads; default the first
+  double learning_rate = 0;            // 0: the optimiser's default (0.01 SGD, 0.001 Adam)
+  double momentum = 0, weight_decay = 0, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+  int64_t batch = 32;
+  int epochs = 1;
+  int64_t steps = 0;  // > 0: stop after this many steps in all
+  uint64_t seed = 0;
+  bool shuffle = true;
+  std::vector<std::string> frozen;  // initializer name globs
+  std::string save;                 // the trained model, as ONNX
+  std::string checkpoint;           // DIR: the model and the optimiser state every N steps
+  int64_t checkpoint_every = 0;
+  std::string resume;  // DIR of a checkpoint to continue from
+  int threads = 0;
+  bool json = false;
+};
+
 int inspect_command(const InspectOptions& options);
+int train_command(const TrainOptions& options);
 int plan_command(const PlanCommandOptions& options);
 int run_command(const RunOptions& options);
 int devices_command(const DevicesOptions& options);

@@ -316,6 +316,78 @@ int main(int argc, char** argv) {
                             "write a Chrome trace-event file (opens in Perfetto)");
   simulate_verb->add_option("--report", simulate.report, "write a self-contained HTML report");
 
+  TrainOptions train;
+  CLI::App* train_verb = app.add_subcommand(
+      "train",
+      "train a model on .npy data: gradients, loss and optimiser as one graph, planned on a "
+      "cluster's devices like any graph; saves the trained model as ONNX");
+  train_verb->add_option("model", train.model, "ONNX model (exported in eval mode)")->required();
+  train_verb
+      ->add_option("--data", train.data,
+                   "folder with train/ (and optionally test/): x.npy and y.npy each, or shards "
+                   "x-0.npy, x-1.npy, ...; <input>.npy per input for models of several inputs")
+      ->required();
+  train_verb->add_option("--cluster", train.cluster,
+                         "cluster file (default: this machine's CPU as one device)");
+  train_verb
+      ->add_option("--strategy", train.strategy,
+                   "single:DEVICE, greedy, heft, pipeline or auto (as tandem plan)")
+      ->capture_default_str();
+  train_verb->add_option("--loss", train.loss, "cross-entropy (logits [N, C], int64 labels) or mse")
+      ->check(CLI::IsMember({"cross-entropy", "mse"}))
+      ->capture_default_str();
+  train_verb->add_option("--output", train.output,
+                         "the model output the loss reads (default: the first)");
+  train_verb->add_option("--optimizer", train.optimizer, "sgd, adam or adamw (as torch.optim)")
+      ->check(CLI::IsMember({"sgd", "adam", "adamw"}))
+      ->capture_default_str();
+  train_verb
+      ->add_option("--lr", train.learning_rate, "learning rate (default 0.01 sgd, 0.001 adam)")
+      ->check(number_in(1e-12, 1e6));
+  train_verb->add_option("--momentum", train.momentum, "sgd momentum")->check(number_in(0, 1));
+  train_verb
+      ->add_option("--weight-decay", train.weight_decay,
+                   "L2 (sgd, adam) or decoupled (adamw) weight decay")
+      ->check(number_in(0, 1e3));
+  train_verb->add_option("--beta1", train.beta1, "adam")
+      ->capture_default_str()
+      ->check(number_in(0, 1));
+  train_verb->add_option("--beta2", train.beta2, "adam")
+      ->capture_default_str()
+      ->check(number_in(0, 1));
+  train_verb->add_option("--eps", train.epsilon, "adam")
+      ->capture_default_str()
+      ->check(number_in(0, 1));
+  train_verb
+      ->add_option("--batch", train.batch,
+                   "samples per step (the last incomplete batch of an epoch is dropped)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  train_verb->add_option("--epochs", train.epochs, "passes over the training split")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  train_verb->add_option("--steps", train.steps, "stop after this many steps in all")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  train_verb->add_option("--seed", train.seed, "seed of the shuffle order")->capture_default_str();
+  train_verb->add_flag("!--no-shuffle", train.shuffle, "take the samples in file order");
+  train_verb->add_option("--freeze", train.frozen,
+                         "an initializer not to train, by name with * and ? (repeatable)");
+  train_verb->add_option("--save", train.save, "write the trained model here (ONNX)");
+  CLI::Option* checkpoint =
+      train_verb->add_option("--checkpoint", train.checkpoint,
+                             "write the model and the optimiser state to this folder at the end "
+                             "(and every --checkpoint-every steps)");
+  train_verb->add_option("--checkpoint-every", train.checkpoint_every, "steps between checkpoints")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+      ->needs(checkpoint);
+  train_verb->add_option(
+      "--resume", train.resume,
+      "continue from a --checkpoint folder (weights, optimiser state, step count)");
+  train_verb->add_option("--threads", train.threads, "CPU threads (default: all cores)")
+      ->check(CLI::Range(1, 1024));
+  train_verb->add_flag("--json", train.json,
+                       "print JSON lines: start, every step, every epoch, done");
+
   app.footer(
       "Exit status: 0 success, 1 outputs differ from --expect, 2 bad input, 3 internal error,\n"
       "4 a device failed during a multi-device run.\n"
@@ -340,6 +412,7 @@ int main(int argc, char** argv) {
     if (*plan_verb) return plan_command(plan);
     if (*simulate_verb) return simulate_command(simulate);
     if (*compare_verb) return compare_command(compare);
+    if (*train_verb) return train_command(train);
     return run_command(run);
   } catch (const tandem::InputError& e) {
     std::fprintf(stderr, "tandem: error: %s%s%s\n", e.subject().c_str(),

@@ -82,54 +82,7 @@ void infer_nodes(Graph& graph, const std::set<std::string>& keep) {
   std::vector<bool> folded(graph.nodes.size(), false);
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     Node& node = graph.nodes[n];
-    const OpSchema& schema = schema_for(node);
-    const int arity = static_cast<int>(node.inputs.size());
-    if (arity < schema.min_inputs || arity > schema.max_inputs) {
-      throw InputError(node.label() + ": takes " + std::to_string(schema.min_inputs) + " to " +
-                       std::to_string(schema.max_inputs) + " inputs, got " + std::to_string(arity));
-    }
-    infer_node_subgraphs(graph, node);
-    std::vector<ValueInfo> inputs;
-    for (int id : node.inputs) {
-      if (id < 0) {
-        inputs.emplace_back();
-        continue;
-      }
-      const Value& v = graph.values[id];
-      if (v.type.dtype == DType::kUndefined) {
-        throw InputError(node.label() + ": input '" + v.name + "' has no known type");
-      }
-      inputs.push_back({v.type.dtype, v.type.shape, v.is_constant() ? &v.constant : nullptr});
-    }
-    InferContext context(node, graph.opset, inputs);
-    std::vector<InferredOutput> outputs;
-    try {
-      outputs = schema.infer(context);
-    } catch (const InputError& e) {
-      // Errors from shared helpers (broadcasting, axes) don't know the node: name it here.
-      const std::string what = e.what();
-      if (what.rfind(node.label(), 0) == 0) throw;
-      throw InputError(node.label() + ": " + what);
-    }
-    if (outputs.size() < node.outputs.size()) {
-      throw InputError(node.label() + ": has " + std::to_string(node.outputs.size()) +
-                       " outputs, the op produces at most " + std::to_string(outputs.size()));
-    }
-    bool all_known = !node.outputs.empty();
-    const bool kept = keep.count(node.name) > 0;
-    for (size_t i = 0; i < node.outputs.size(); ++i) {
-      const int id = node.outputs[i];
-      if (id < 0) continue;
-      Value& out = graph.values[id];
-      out.type = {outputs[i].dtype, outputs[i].shape};
-      if (outputs[i].value.defined() && !kept) {
-        out.constant = outputs[i].value;
-      } else {
-        all_known = false;
-      }
-    }
-    folded[n] = all_known;
-    set_cost(graph, node, schema);
+    folded[n] = infer_node(graph, node, keep.count(node.name) > 0);
   }
   // Folded nodes are gone: their outputs are constants now.
   size_t kept = 0;
@@ -143,6 +96,56 @@ void infer_nodes(Graph& graph, const std::set<std::string>& keep) {
 }
 
 }  // namespace
+
+bool infer_node(Graph& graph, Node& node, bool keep) {
+  const OpSchema& schema = schema_for(node);
+  const int arity = static_cast<int>(node.inputs.size());
+  if (arity < schema.min_inputs || arity > schema.max_inputs) {
+    throw InputError(node.label() + ": takes " + std::to_string(schema.min_inputs) + " to " +
+                     std::to_string(schema.max_inputs) + " inputs, got " + std::to_string(arity));
+  }
+  infer_node_subgraphs(graph, node);
+  std::vector<ValueInfo> inputs;
+  for (int id : node.inputs) {
+    if (id < 0) {
+      inputs.emplace_back();
+      continue;
+    }
+    const Value& v = graph.values[id];
+    if (v.type.dtype == DType::kUndefined) {
+      throw InputError(node.label() + ": input '" + v.name + "' has no known type");
+    }
+    inputs.push_back({v.type.dtype, v.type.shape, v.is_constant() ? &v.constant : nullptr});
+  }
+  InferContext context(node, graph.opset, inputs);
+  std::vector<InferredOutput> outputs;
+  try {
+    outputs = schema.infer(context);
+  } catch (const InputError& e) {
+    // Errors from shared helpers (broadcasting, axes) don't know the node: name it here.
+    const std::string what = e.what();
+    if (what.rfind(node.label(), 0) == 0) throw;
+    throw InputError(node.label() + ": " + what);
+  }
+  if (outputs.size() < node.outputs.size()) {
+    throw InputError(node.label() + ": has " + std::to_string(node.outputs.size()) +
+                     " outputs, the op produces at most " + std::to_string(outputs.size()));
+  }
+  bool all_known = !node.outputs.empty();
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    const int id = node.outputs[i];
+    if (id < 0) continue;
+    Value& out = graph.values[id];
+    out.type = {outputs[i].dtype, outputs[i].shape};
+    if (outputs[i].value.defined() && !keep) {
+      out.constant = outputs[i].value;
+    } else {
+      all_known = false;
+    }
+  }
+  set_cost(graph, node, schema);
+  return all_known;
+}
 
 void infer_subgraph(Graph& subgraph) { infer_nodes(subgraph, {}); }
 

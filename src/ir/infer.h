@@ -13,6 +13,11 @@ namespace tandem {
 // outputs could be folded (a re-import at another batch that must have the same nodes).
 void infer_graph(Graph& graph, const std::set<std::string>& keep = {});
 
+// Infers one node whose inputs carry their types: sets its outputs' types, their contents where
+// the op computes them cheaply from constant inputs (unless `keep`), and its cost. Returns whether
+// every output became a constant (the node can go). Throws InputError naming the node.
+bool infer_node(Graph& graph, Node& node, bool keep = false);
+
 // Infers a subgraph whose formal inputs and outer-scope values already carry their types.
 void infer_subgraph(Graph& subgraph);
 

@@ -346,6 +346,8 @@ ImportedModel import_onnx(const std::string& path, const ImportOptions& options)
     importer.convert_graph(proto.graph(), model.graph, nullptr, true);
     check_with_libonnx(proto, path);
     model.unbound_dims = importer.unbound_dims;
+    for (const onnx::TensorProto& init : proto.graph().initializer())
+      model.initializers.push_back(init.name());
     record_dim_names(proto.graph(), model);
     const size_t imported = model.graph.nodes.size();
     infer_graph(model.graph, options.keep_nodes);

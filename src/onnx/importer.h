@@ -34,7 +34,8 @@ struct ImportedModel {
   std::string producer;  // e.g. "pytorch 1.13.0"
   int64_t ir_version = 0;
   size_t folded_nodes = 0;  // nodes shape inference turned into constants (of the top graph)
-  std::vector<std::string> unbound_dims;      // symbolic dims bound to 1 because none was given
+  std::vector<std::string> initializers;  // names of the top graph's initializers, in file order
+  std::vector<std::string> unbound_dims;  // symbolic dims bound to 1 because none was given
   std::map<std::string, int64_t> bound_dims;  // every symbolic dim of the inputs, as bound
   // Per graph input, per axis: the symbolic dimension the file declares there, "" where none.
   std::vector<std::vector<std::string>> input_dim_names;

@@ -8,6 +8,7 @@
 #include "ir/error.h"
 #include "ir/op_schema.h"
 #include "plan/evaluate.h"
+#include "util/glob.h"
 
 namespace tandem {
 namespace {
@@ -15,26 +16,6 @@ namespace {
 // Probes of the cost model's transfer time: store-and-forward hops are latency + bytes /
 // bandwidth each, so the time is affine in bytes and two probes give it exactly.
 constexpr double kProbeBytes = 1 << 30;
-
-// Glob with * (any run) and ? (any one character).
-bool glob_matches(std::string_view pattern, std::string_view text) {
-  size_t p = 0, t = 0, star = std::string_view::npos, resume = 0;
-  while (t < text.size()) {
-    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
-      ++p, ++t;
-    } else if (p < pattern.size() && pattern[p] == '*') {
-      star = p++;
-      resume = t;
-    } else if (star != std::string_view::npos) {
-      p = star + 1;
-      t = ++resume;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
-}
 
 std::string pin_text(const Pin& pin) { return "--pin " + pin.pattern + "=" + pin.device; }
 

@@ -1,0 +1,129 @@
+#include "train/autodiff.h"
+
+#include <stdexcept>
+
+#include "ir/error.h"
+#include "train/gradient_registry.h"
+
+namespace tandem::train {
+namespace {
+
+bool carries_float(const Graph& graph, int id) {
+  return id >= 0 && is_floating(graph.values[id].type.dtype);
+}
+
+// Which values depend on `sources` through differentiable inputs (carries), and which the loss
+// depends on that way (reaches). A node without a rule passes dependence through every input, so
+// that a path through it is found, and refused, rather than silently cut.
+struct Paths {
+  std::vector<bool> carries, reaches;
+  bool on_path(int id) const { return id >= 0 && carries[id] && reaches[id]; }
+};
+
+Paths find_paths(const Graph& graph, int loss, const std::vector<int>& sources) {
+  const GradientRegistry& registry = GradientRegistry::instance();
+  Paths paths{std::vector<bool>(graph.values.size()), std::vector<bool>(graph.values.size())};
+  for (int id : sources) paths.carries[id] = true;
+  for (const Node& node : graph.nodes) {
+    const GradientEntry* entry = registry.find(node.op_type);
+    bool carried = false;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const int id = node.inputs[i];
+      if (id >= 0 && paths.carries[id] &&
+          (!entry || entry->differentiable_input(static_cast<int>(i))))
+        carried = true;
+    }
+    if (!entry) {
+      for (int id : graph.values_read(node)) carried = carried || paths.carries[id];
+    }
+    for (int id : node.outputs)
+      if (carries_float(graph, id)) paths.carries[id] = carried;
+  }
+  paths.reaches[loss] = true;
+  for (auto it = graph.nodes.rbegin(); it != graph.nodes.rend(); ++it) {
+    const Node& node = *it;
+    bool reached = false;
+    for (int id : node.outputs) reached = reached || (id >= 0 && paths.reaches[id]);
+    if (!reached) continue;
+    const GradientEntry* entry = registry.find(node.op_type);
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const int id = node.inputs[i];
+      if (id >= 0 && (!entry || entry->differentiable_input(static_cast<int>(i))))
+        paths.reaches[id] = true;
+    }
+    if (!entry) {
+      for (int id : graph.values_read(node)) paths.reaches[id] = true;
+    }
+  }
+  return paths;
+}
+
+std::string known_ops() {
+  std::string list;
+  for (const std::string& op : GradientRegistry::instance().op_types())
+    list += (list.empty() ? "" : ", ") + op;
+  return list;
+}
+
+}  // namespace
+
+std::vector<int> values_loss_depends_on(const Graph& graph, int loss,
+                                        const std::vector<int>& candidates) {
+  const Paths paths = find_paths(graph, loss, candidates);
+  std::vector<int> found;
+  for (int id : candidates)
+    if (paths.on_path(id)) found.push_back(id);
+  return found;
+}
+
+std::vector<int> append_gradients(Graph& graph, int loss, const std::vector<int>& wrt) {
+  const GradientRegistry& registry = GradientRegistry::instance();
+  const Paths paths = find_paths(graph, loss, wrt);
+  const size_t forward_nodes = graph.nodes.size();
+  GraphBuilder builder(graph, "grad");
+  std::vector<int> grads(graph.values.size(), -1);
+  const Value loss_value = graph.values[loss];  // a copy: the builder moves the values
+  if (numel(loss_value.type.shape) != 1 || !is_floating(loss_value.type.dtype))
+    throw InputError("the loss '" + loss_value.name + "' must be one float value");
+  grads[loss] = builder.filled(1.0f, loss_value.type.shape, loss_value.type.dtype);
+
+  for (size_t n = forward_nodes; n-- > 0;) {
+    // A copy: the rule appends nodes, which moves graph.nodes.
+    const Node node = graph.nodes[n];
+    std::vector<int> output_grads;
+    bool any = false;
+    for (int id : node.outputs) {
+      const bool flows = id >= 0 && paths.on_path(id) && grads[id] >= 0;
+      output_grads.push_back(flows ? grads[id] : -1);
+      any = any || flows;
+    }
+    if (!any) continue;
+    const GradientEntry* entry = registry.find(node.op_type);
+    if (!entry) {
+      throw InputError(node.label() + ": cannot differentiate: no gradient for " + node.op_type +
+                       " (ops with gradients: " + known_ops() + ")");
+    }
+    std::vector<bool> wanted;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const int id = node.inputs[i];
+      wanted.push_back(paths.on_path(id) && entry->differentiable_input(static_cast<int>(i)));
+    }
+    GradientContext context(builder, node, output_grads, wanted);
+    const std::vector<int> input_grads = entry->rule(context);
+    for (size_t i = 0; i < node.inputs.size() && i < input_grads.size(); ++i) {
+      const int id = node.inputs[i], grad = input_grads[i];
+      if (grad < 0 || !wanted[i]) continue;
+      if (graph.values[grad].type.shape != graph.values[id].type.shape) {
+        throw std::logic_error(node.label() + ": gradient of input " + std::to_string(i) +
+                               " has shape " + shape_str(graph.values[grad].type.shape) +
+                               ", the input " + shape_str(graph.values[id].type.shape));
+      }
+      grads[id] = grads[id] < 0 ? grad : builder.sum(grads[id], grad);
+    }
+  }
+  std::vector<int> result;
+  for (int id : wrt) result.push_back(grads[id]);
+  return result;
+}
+
+}  // namespace tandem::train

@@ -1,0 +1,23 @@
+#pragma once
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace tandem::train {
+
+// Reverse-mode differentiation on the IR. The gradient of a graph is more nodes of the same
+// graph, built by each op's rule (train/gradient_registry.h) from ordinary ops, so every backend,
+// the cost model, the planner and the simulator treat a training step as any other graph.
+
+// Of `candidates` (value ids), those `loss` depends on through inputs that carry a gradient (not
+// through shapes, indices or comparisons), in the order given.
+std::vector<int> values_loss_depends_on(const Graph& graph, int loss,
+                                        const std::vector<int>& candidates);
+
+// Appends to `graph` the nodes computing d loss / d value for each of `wrt`, where `loss` is a
+// float value of one element; returns the gradients' value ids, in the order of `wrt` (-1 for a
+// value the loss does not depend on). Throws InputError naming the first node on a path from a
+// `wrt` value to the loss that has no gradient rule, or whose rule refuses its attributes.
+std::vector<int> append_gradients(Graph& graph, int loss, const std::vector<int>& wrt);
+
+}  // namespace tandem::train

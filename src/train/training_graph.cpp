@@ -1,0 +1,341 @@
+#include "train/training_graph.h"
+
+#include <algorithm>
+#include <set>
+
+#include "ir/error.h"
+#include "ir/infer.h"
+#include "train/autodiff.h"
+#include "train/graph_builder.h"
+#include "util/glob.h"
+
+namespace tandem::train {
+namespace {
+
+// Scatter and gather with reduction need opset 16; nothing this graph holds changed meaning
+// between 13 and 16 for a float model (the changes were added types and reductions).
+constexpr int kTrainingOpset = 16;
+
+void replace_uses(Graph& graph, int from, int to) {
+  for (Node& node : graph.nodes) std::replace(node.inputs.begin(), node.inputs.end(), from, to);
+  std::replace(graph.outputs.begin(), graph.outputs.end(), from, to);
+}
+
+int output_named(const Graph& graph, const std::string& name) {
+  if (name.empty()) {
+    if (graph.outputs.empty()) throw InputError("the model has no outputs");
+    return graph.outputs.front();
+  }
+  for (int id : graph.outputs)
+    if (graph.values[id].name == name) return id;
+  std::string names;
+  for (int id : graph.outputs) names += (names.empty() ? "" : ", ") + graph.values[id].name;
+  throw InputError("--output " + name, "the model has no such output (it has " + names + ")");
+}
+
+struct RunningStatistic {
+  int value;    // the initializer
+  int updated;  // its value after the step
+};
+
+// BatchNormalization with the batch's statistics, as ops that have gradients; the running
+// statistics move towards the batch's as torch's train mode moves them.
+std::vector<RunningStatistic> lower_batch_norms(Graph& graph) {
+  GraphBuilder b(graph, "batchnorm");
+  std::vector<RunningStatistic> statistics;
+  std::vector<size_t> lowered;
+  const size_t forward = graph.nodes.size();
+  for (size_t n = 0; n < forward; ++n) {
+    if (graph.nodes[n].op_type != "BatchNormalization") continue;
+    const Node node = graph.nodes[n];
+    const int x = node.inputs[0], scale = node.inputs[1], bias = node.inputs[2];
+    const int running_mean = node.inputs[3], running_var = node.inputs[4];
+    const Shape shape = b.shape(x);
+    if (shape.size() < 2) throw InputError(node.label() + ": cannot train on an input of rank < 2");
+    std::vector<int64_t> axes = {0};
+    int64_t count = shape[0];
+    for (size_t a = 2; a < shape.size(); ++a) {
+      axes.push_back(static_cast<int64_t>(a));
+      count *= shape[a];
+    }
+    if (count < 2)
+      throw InputError(node.label() + ": batch statistics need 2 or more elements per channel");
+    const float epsilon = node.attr_float("epsilon", 1e-5f);
+    const float momentum = node.attr_float("momentum", 0.9f);
+    const DType t = b.dtype(x);
+    Shape per_channel(shape.size(), 1);
+    per_channel[1] = shape[1];
+    const float inverse = 1.0f / static_cast<float>(count);
+    const int mean = b.scale(b.reduce_sum(x, axes, true), inverse);
+    const int centred = b.sub(x, mean);
+    const int variance = b.scale(b.reduce_sum(b.mul(centred, centred), axes, true), inverse);
+    const int rstd = b.add("Reciprocal", {b.add("Sqrt", {b.sum(variance, b.scalar(epsilon, t))})});
+    const int y = b.sum(b.mul(b.mul(centred, rstd), b.reshape(scale, per_channel)),
+                        b.reshape(bias, per_channel));
+    const auto blend = [&](int running, int batch, float correction) {
+      const int batch_flat = b.reshape(batch, {shape[1]});
+      return b.sum(b.scale(running, momentum), b.scale(batch_flat, (1 - momentum) * correction));
+    };
+    const float unbiased = static_cast<float>(count) / static_cast<float>(count - 1);
+    const int new_mean = blend(running_mean, mean, 1.0f);
+    const int new_var = blend(running_var, variance, unbiased);
+    statistics.push_back({running_mean, new_mean});
+    statistics.push_back({running_var, new_var});
+    replace_uses(graph, node.outputs[0], y);
+    if (node.outputs.size() > 1 && node.outputs[1] >= 0)
+      replace_uses(graph, node.outputs[1], new_mean);
+    if (node.outputs.size() > 2 && node.outputs[2] >= 0)
+      replace_uses(graph, node.outputs[2], new_var);
+    lowered.push_back(n);
+  }
+  for (auto it = lowered.rbegin(); it != lowered.rend(); ++it)
+    graph.nodes.erase(graph.nodes.begin() + static_cast<std::ptrdiff_t>(*it));
+  graph.sort_topologically();
+  return statistics;
+}
+
+// MaxPool's gradient scatters through its Indices output: ask every MaxPool for it.
+void keep_max_pool_indices(Graph& graph) {
+  for (Node& node : graph.nodes) {
+    if (node.op_type != "MaxPool" || (node.outputs.size() > 1 && node.outputs[1] >= 0)) continue;
+    const int id = graph.add_value(node.name + "/indices");
+    node.outputs.resize(2);
+    node.outputs[1] = id;
+    infer_node(graph, node, /*keep=*/true);
+  }
+  graph.sort_topologically();
+}
+
+int add_input(Graph& graph, const std::string& name, TensorType type) {
+  const int id = graph.add_value(name, std::move(type));
+  graph.inputs.push_back(id);
+  return id;
+}
+
+// The loss, a scalar, of `prediction` against a new labels input.
+int add_loss(Graph& graph, int prediction, Loss loss, const std::string& labels_name) {
+  GraphBuilder b(graph, "loss");
+  const Value value = graph.values[prediction];  // a copy: adding nodes moves the values
+  const Shape shape = value.type.shape;
+  const DType t = value.type.dtype;
+  if (!is_floating(t) || t == DType::kFloat16 || t == DType::kBFloat16)
+    throw InputError("output '" + value.name + "' is " + std::string(dtype_name(t)) +
+                     ": training needs float32 or float64");
+  if (loss == Loss::kCrossEntropy) {
+    if (shape.size() != 2) {
+      throw InputError("cross-entropy needs logits [batch, classes]; output '" + value.name +
+                       "' is " + shape_str(shape) + " (use --loss mse, or --output)");
+    }
+    const int labels = add_input(graph, labels_name, {DType::kInt64, {shape[0]}});
+    const int log_probabilities = b.add("LogSoftmax", {prediction}, {{"axis", int64_t{1}}});
+    const int picked =
+        b.add("GatherElements", {log_probabilities, b.add("Unsqueeze", {labels, b.int64s({1})})},
+              {{"axis", int64_t{1}}});
+    return b.scale(b.reduce_sum(picked, {0, 1}, false), -1.0f / static_cast<float>(shape[0]));
+  }
+  const int target = add_input(graph, labels_name, {t, shape});
+  const int difference = b.sub(prediction, target);
+  std::vector<int64_t> all(shape.size());
+  for (size_t a = 0; a < all.size(); ++a) all[a] = static_cast<int64_t>(a);
+  const int squared = b.reduce_sum(b.mul(difference, difference), all, false);
+  return b.scale(squared, 1.0f / static_cast<float>(numel(shape)));
+}
+
+// Turns constants into graph inputs with their values as the slots' initial values.
+void make_inputs(Graph& graph, std::vector<Slot>& slots, const std::vector<int>& ids,
+                 SlotRole role) {
+  for (int id : ids) {
+    Value& value = graph.values[id];
+    slots.push_back({role, value.name, value.constant, -1});
+    value.constant = Tensor();
+    graph.inputs.push_back(id);
+  }
+}
+
+// Drops nodes that no output needs (a second head the loss does not read).
+void prune(Graph& graph) {
+  std::vector<bool> live(graph.values.size(), false);
+  for (int id : graph.outputs) live[id] = true;
+  std::vector<bool> keep(graph.nodes.size(), false);
+  for (size_t n = graph.nodes.size(); n-- > 0;) {
+    const Node& node = graph.nodes[n];
+    for (int id : node.outputs) keep[n] = keep[n] || (id >= 0 && live[id]);
+    if (!keep[n]) continue;
+    for (int id : graph.values_read(node)) live[id] = true;
+  }
+  size_t kept = 0;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    if (!keep[n]) continue;
+    if (kept != n) graph.nodes[kept] = std::move(graph.nodes[n]);  // self-move would empty it
+    ++kept;
+  }
+  graph.nodes.resize(kept);
+  graph.sort_topologically();
+}
+
+std::vector<Slot> data_slots(const Graph& forward) {
+  std::vector<Slot> slots;
+  for (int id : forward.inputs) slots.push_back({SlotRole::kData, forward.values[id].name, {}, -1});
+  return slots;
+}
+
+bool frozen(const TrainingOptions& options, const std::string& name) {
+  return std::any_of(options.frozen.begin(), options.frozen.end(),
+                     [&](const std::string& pattern) { return glob_matches(pattern, name); });
+}
+
+// The optimiser's update of one parameter: returns its new value, adding its state to `graph`
+// as inputs (zero at the start) with their new values.
+struct Update {
+  int parameter;
+  std::vector<std::pair<int, int>> state;  // state input, its new value
+};
+
+Update optimise(GraphBuilder& b, const TrainingOptions& options, int parameter, int grad,
+                int learning_rate, int correction1, int correction2, std::vector<Slot>& slots) {
+  Graph& graph = b.graph();
+  const std::string name = graph.values[parameter].name;
+  const TensorType type = graph.values[parameter].type;
+  const auto state = [&](const std::string& suffix) {
+    const int id = add_input(graph, name + "/" + suffix, type);
+    slots.push_back({SlotRole::kOptimizerState, name + "/" + suffix,
+                     Tensor::zeros(type.dtype, type.shape), -1});
+    return id;
+  };
+  Update update{-1, {}};
+  const bool decoupled = options.optimizer == Optimizer::kAdamW;
+  if (options.weight_decay != 0 && !decoupled)
+    grad = b.sum(grad, b.scale(parameter, options.weight_decay));
+  if (options.optimizer == Optimizer::kSgd) {
+    int step = grad;
+    if (options.momentum != 0) {
+      const int velocity = state("momentum");
+      step = b.sum(b.scale(velocity, options.momentum), grad);
+      update.state.push_back({velocity, step});
+    }
+    update.parameter = b.sub(parameter, b.mul(learning_rate, step));
+    return update;
+  }
+  int base = parameter;
+  if (decoupled && options.weight_decay != 0) {
+    const int shrink =
+        b.sub(b.scalar(1.0f, type.dtype), b.scale(learning_rate, options.weight_decay));
+    base = b.mul(parameter, shrink);
+  }
+  const int m = state("adam_m"), v = state("adam_v");
+  const int new_m = b.sum(b.scale(m, options.beta1), b.scale(grad, 1 - options.beta1));
+  const int new_v = b.sum(b.scale(v, options.beta2), b.scale(b.mul(grad, grad), 1 - options.beta2));
+  const int denominator =
+      b.sum(b.add("Sqrt", {b.div(new_v, correction2)}), b.scalar(options.epsilon, type.dtype));
+  const int step = b.div(b.div(new_m, correction1), denominator);
+  update.parameter = b.sub(base, b.mul(learning_rate, step));
+  update.state = {{m, new_m}, {v, new_v}};
+  return update;
+}
+
+void add_output(TrainingGraph& training, size_t slot, int value) {
+  training.slots[slot].updated_output = static_cast<int>(training.graph.outputs.size());
+  training.graph.outputs.push_back(value);
+}
+
+size_t slot_of(const std::vector<Slot>& slots, const std::string& name) {
+  for (size_t i = 0; i < slots.size(); ++i)
+    if (slots[i].name == name) return i;
+  throw std::logic_error("training graph: no slot " + name);
+}
+
+}  // namespace
+
+TrainingGraph build_training_graph(const Graph& forward,
+                                   const std::vector<std::string>& initializers,
+                                   const TrainingOptions& options) {
+  TrainingGraph training;
+  Graph& graph = training.graph;
+  graph = forward;
+  graph.opset = std::max(graph.opset, kTrainingOpset);
+  training.slots = data_slots(forward);
+  // By position: lowering BatchNorm may replace the output's value.
+  const auto position =
+      std::find(graph.outputs.begin(), graph.outputs.end(), output_named(graph, options.output)) -
+      graph.outputs.begin();
+  const std::vector<RunningStatistic> statistics = lower_batch_norms(graph);
+  keep_max_pool_indices(graph);
+  const int prediction = graph.outputs[static_cast<size_t>(position)];
+
+  const int loss = add_loss(graph, prediction, options.loss, "tandem/labels");
+  training.slots.push_back({SlotRole::kLabels, "tandem/labels", {}, -1});
+
+  std::set<int> statistic_ids;
+  for (const RunningStatistic& s : statistics) statistic_ids.insert(s.value);
+  const std::set<std::string> named(initializers.begin(), initializers.end());
+  std::vector<int> candidates;
+  for (size_t id = 0; id < graph.values.size(); ++id) {
+    const Value& value = graph.values[id];
+    if (value.is_constant() && is_floating(value.type.dtype) && named.count(value.name) &&
+        !statistic_ids.count(static_cast<int>(id)) && !frozen(options, value.name))
+      candidates.push_back(static_cast<int>(id));
+  }
+  const std::vector<int> parameters = values_loss_depends_on(graph, loss, candidates);
+  if (parameters.empty()) {
+    throw InputError("no initializer of the model reaches the loss through a differentiable path" +
+                     std::string(options.frozen.empty() ? "" : " (after --freeze)"));
+  }
+  make_inputs(graph, training.slots, parameters, SlotRole::kParameter);
+  std::vector<int> statistic_values;
+  for (const RunningStatistic& s : statistics) statistic_values.push_back(s.value);
+  make_inputs(graph, training.slots, statistic_values, SlotRole::kState);
+  for (int id : parameters) training.parameters.push_back(graph.values[id].name);
+
+  const std::vector<int> grads = append_gradients(graph, loss, parameters);
+
+  const int learning_rate = add_input(graph, "tandem/learning_rate", {DType::kFloat32, {}});
+  training.slots.push_back({SlotRole::kLearningRate, "tandem/learning_rate", {}, -1});
+  int correction1 = -1, correction2 = -1;
+  if (options.optimizer != Optimizer::kSgd) {
+    correction1 = add_input(graph, "tandem/bias_correction1", {DType::kFloat32, {}});
+    training.slots.push_back({SlotRole::kBiasCorrection1, "tandem/bias_correction1", {}, -1});
+    correction2 = add_input(graph, "tandem/bias_correction2", {DType::kFloat32, {}});
+    training.slots.push_back({SlotRole::kBiasCorrection2, "tandem/bias_correction2", {}, -1});
+  }
+
+  graph.outputs = {loss, prediction};
+  training.loss_output = 0;
+  training.prediction_output = 1;
+  GraphBuilder b(graph, "optimizer");
+  for (size_t p = 0; p < parameters.size(); ++p) {
+    const Update update = optimise(b, options, parameters[p], grads[p], learning_rate, correction1,
+                                   correction2, training.slots);
+    add_output(training, slot_of(training.slots, graph.values[parameters[p]].name),
+               update.parameter);
+    for (const auto& [input, updated] : update.state)
+      add_output(training, slot_of(training.slots, graph.values[input].name), updated);
+  }
+  for (const RunningStatistic& s : statistics)
+    add_output(training, slot_of(training.slots, graph.values[s.value].name), s.updated);
+  prune(graph);
+  return training;
+}
+
+TrainingGraph build_evaluation_graph(const Graph& forward, const TrainingGraph& training,
+                                     const TrainingOptions& options) {
+  TrainingGraph evaluation;
+  Graph& graph = evaluation.graph;
+  graph = forward;
+  evaluation.slots = data_slots(forward);
+  const int prediction = output_named(graph, options.output);
+  std::vector<int> parameters, states;
+  for (const Slot& slot : training.slots) {
+    if (slot.role != SlotRole::kParameter && slot.role != SlotRole::kState) continue;
+    const int id = graph.find_value(slot.name);
+    if (id < 0 || !graph.values[id].is_constant()) continue;
+    (slot.role == SlotRole::kParameter ? parameters : states).push_back(id);
+  }
+  make_inputs(graph, evaluation.slots, parameters, SlotRole::kParameter);
+  make_inputs(graph, evaluation.slots, states, SlotRole::kState);
+  graph.outputs = {prediction};
+  evaluation.prediction_output = 0;
+  prune(graph);
+  return evaluation;
+}
+
+}  // namespace tandem::train
