@@ -491,9 +491,11 @@ class SavedModel(TrainTest):
 # ---------------------------------------------------------------------------------------------
 
 class Digits(TrainTest):
-    # PyTorch, the same CNN and settings, 12 shuffles: 96.1-98.1% on the test split after 15
-    # epochs (89-91% after 1, noisy around 95% until about 10)
-    EPOCHS = 15
+    # Adam at a constant lr 0.01 spikes now and then until the training loss is near zero: over
+    # 16 seeds, tandem's test accuracy after 15 epochs was 94.7-98.9%, after 30 96.9-98.6% (seed 0:
+    # 98.6%); PyTorch, the same CNN and settings, 12 shuffles: 96.1-98.1% after 15. 30 epochs of
+    # 44 steps take ~4 s on 2 cores.
+    EPOCHS = 30
 
     @classmethod
     def setUpClass(cls):
@@ -614,6 +616,10 @@ class BadInput(TrainTest):
         write_split(os.path.join(cls.good, "train"), {"x": cls.x, "y": cls.y})
         cls.mlp = zoo_model(entry["name"])
 
+    def bad(self, model, data, *args):
+        """A run expected to fail; --batch 4, so that the 20 samples hold batches."""
+        return train(self, model, data, "--batch", 4, *args, expect_ok=False)
+
     def bad_data(self, name, **arrays):
         folder = self.path(name)
         write_split(os.path.join(folder, "train"), arrays)
@@ -629,43 +635,47 @@ class BadInput(TrainTest):
     def test_data_without_train(self):
         folder = self.path("no-train")
         write_split(os.path.join(folder, "test"), {"x": self.x, "y": self.y})
-        one_line_error(self, train(self, self.mlp, folder, expect_ok=False), folder, "train")
+        one_line_error(self, self.bad(self.mlp, folder), folder, "train")
 
     def test_data_that_is_no_folder(self):
         missing = self.path("no-such-folder")
-        one_line_error(self, train(self, self.mlp, missing, expect_ok=False), missing)
+        one_line_error(self, self.bad(self.mlp, missing), missing)
 
     def test_x_and_y_of_different_lengths(self):
         folder = self.bad_data("lengths", x=self.x, y=self.y[:17])
-        one_line_error(self, train(self, self.mlp, folder, expect_ok=False), os.path.join(folder, "train"),
+        one_line_error(self, self.bad(self.mlp, folder), os.path.join(folder, "train"),
                        "20", "17")
 
     def test_labels_out_of_range(self):
         y = self.y.copy()
         y[7] = 10  # 10 classes: 0..9
         folder = self.bad_data("labels", x=self.x, y=y)
-        one_line_error(self, train(self, self.mlp, folder, expect_ok=False), os.path.join(folder, "train"),
+        one_line_error(self, self.bad(self.mlp, folder), os.path.join(folder, "train"),
                        "10")
         y[7] = -1
         folder = self.bad_data("negative-labels", x=self.x, y=y)
-        one_line_error(self, train(self, self.mlp, folder, expect_ok=False), os.path.join(folder, "train"),
+        one_line_error(self, self.bad(self.mlp, folder), os.path.join(folder, "train"),
                        "-1")
 
     def test_x_of_the_wrong_shape(self):
         folder = self.bad_data("shape", x=self.x[:, :60].copy(), y=self.y)
-        one_line_error(self, train(self, self.mlp, folder, expect_ok=False), os.path.join(folder, "train"),
+        one_line_error(self, self.bad(self.mlp, folder), os.path.join(folder, "train"),
                        "64", "60")
 
     def test_missing_y(self):
         folder = self.bad_data("no-y", x=self.x)
-        one_line_error(self, train(self, self.mlp, folder, expect_ok=False), os.path.join(folder, "train"), "y")
+        one_line_error(self, self.bad(self.mlp, folder), os.path.join(folder, "train"), "y")
 
     def test_unknown_optimizer(self):
-        one_line_error(self, train(self, self.mlp, self.good, "--optimizer", "adamax", expect_ok=False), "",
+        one_line_error(self, self.bad(self.mlp, self.good, "--optimizer", "adamax"), "",
                        "--optimizer")
 
     def test_unknown_loss(self):
-        one_line_error(self, train(self, self.mlp, self.good, "--loss", "hinge", expect_ok=False), "", "--loss")
+        one_line_error(self, self.bad(self.mlp, self.good, "--loss", "hinge"), "", "--loss")
+
+    def test_fewer_samples_than_one_batch(self):
+        one_line_error(self, train(self, self.mlp, self.good, "--batch", 32, expect_ok=False),
+                       os.path.join(self.good, "train"), "32")
 
     def test_batch_zero(self):
         one_line_error(self, train(self, self.mlp, self.good, "--batch", 0, expect_ok=False), "", "--batch")
@@ -673,12 +683,12 @@ class BadInput(TrainTest):
     def test_output_not_logits_for_cross_entropy(self):
         model = self.path("non_classifier.onnx")
         non_classifier(model)
-        one_line_error(self, train(self, model, self.good, expect_ok=False), model, "[N, C]", "cross-entropy",
+        one_line_error(self, self.bad(model, self.good), model, "[N, C]", "cross-entropy",
                        "logits")
 
     def test_mse_targets_of_the_wrong_shape(self):
         folder = self.bad_data("mse-shape", x=self.x, y=np.zeros((20, 3), np.float32))
-        one_line_error(self, train(self, self.mlp, folder, "--loss", "mse", expect_ok=False),
+        one_line_error(self, self.bad(self.mlp, folder, "--loss", "mse"),
                        os.path.join(folder, "train"), "10", "3")
 
 
