@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "backends/cpu/cpu_device.h"
@@ -69,13 +70,30 @@ ImportedModel load_bound(const TrainOptions& options, const train::DataSplit& sp
   return model;
 }
 
+// Why `device` cannot run the whole graph: one refusal per op type.
+std::string refusals(const Graph& graph, const DeviceSpec& device) {
+  std::map<std::string, std::string> by_op;
+  for (const Node& node : graph.nodes) {
+    const std::string reason = cannot_run_reason(device, node, graph);
+    if (!reason.empty()) by_op.emplace(node.op_type, reason);
+  }
+  std::string text;
+  for (const auto& [op, reason] : by_op) text += (text.empty() ? "" : "; ") + reason;
+  return text;
+}
+
 Plan plan_graph(const PlanningProblem& problem, const std::string& strategy,
                 const std::string& what) {
   const std::optional<Plan> plan = make_strategy(strategy, problem.cluster())->plan(problem);
-  if (!plan)
-    throw InputError("--strategy " + strategy,
-                     "found no plan of the " + what + " that fits the cluster");
-  return *plan;
+  if (plan) return *plan;
+  std::string why;
+  if (strategy.starts_with("single:")) {
+    for (const DeviceSpec& device : problem.cluster().devices)
+      if (device.id == strategy.substr(7)) why = refusals(*problem.graph(), device);
+  }
+  throw InputError("--strategy " + strategy, "found no plan of the " + what +
+                                                 " that fits the cluster" +
+                                                 (why.empty() ? "" : ": " + why));
 }
 
 std::string plan_summary(const Plan& plan, const Cluster& cluster) {

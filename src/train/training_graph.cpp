@@ -1,6 +1,7 @@
 #include "train/training_graph.h"
 
 #include <algorithm>
+#include <numeric>
 #include <set>
 
 #include "ir/error.h"
@@ -128,9 +129,15 @@ int add_loss(Graph& graph, int prediction, Loss loss, const std::string& labels_
     }
     const int labels = add_input(graph, labels_name, {DType::kInt64, {shape[0]}});
     const int log_probabilities = b.add("LogSoftmax", {prediction}, {{"axis", int64_t{1}}});
-    const int picked =
-        b.add("GatherElements", {log_probabilities, b.add("Unsqueeze", {labels, b.int64s({1})})},
-              {{"axis", int64_t{1}}});
+    // Each label's log-probability through a one-hot mask: elementwise ops every backend runs
+    // (a gather's gradient would be a scatter).
+    std::vector<int64_t> classes(static_cast<size_t>(shape[1]));
+    std::iota(classes.begin(), classes.end(), 0);
+    const int one_hot = b.add("Cast",
+                              {b.add("Equal", {b.add("Unsqueeze", {labels, b.int64s({1})}),
+                                               b.int64s(classes)})},
+                              {{"to", int64_t{t == DType::kFloat64 ? 11 : 1}}});  // DOUBLE, FLOAT
+    const int picked = b.mul(log_probabilities, one_hot);
     return b.scale(b.reduce_sum(picked, {0, 1}, false), -1.0f / static_cast<float>(shape[0]));
   }
   const int target = add_input(graph, labels_name, {t, shape});
