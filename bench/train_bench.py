@@ -18,7 +18,7 @@ Prints a markdown table (medians in samples/s and ms per step, and the ratios) w
 (/proc/cpuinfo), and with --json FILE writes the same figures.
 
 Usage: .venv/bin/python bench/train_bench.py [--tandem build/src/tandem] [--zoo zoo/train]
-          [--threads 2] [--batch 32] [--steps 60] [--warmup 10] [--optimizer adam] [--lr 0.01]
+          [--threads 2] [--batch 32] [--steps 60] [--warmup 10] [--rounds 3] [--optimizer adam] [--lr 0.01]
           [--cluster examples/clusters/cpu-split.yaml] [--models mlp,digits_cnn] [--json FILE]
 """
 import argparse
@@ -132,6 +132,7 @@ def main():
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3, help="runs of each side, alternating")
     ap.add_argument("--optimizer", default="adam", choices=["sgd", "adam", "adamw"])
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--cluster", default=os.path.join(REPO, "examples", "clusters", "cpu-split.yaml"))
@@ -142,6 +143,7 @@ def main():
     manifest = make_train_zoo.manifest(args.zoo)
     names = [n for n in args.models.split(",") if n] or list(manifest)
     check_verb(args.tandem)
+    load_before = os.getloadavg()[0]
     rows = []
     with tempfile.TemporaryDirectory(prefix="train-bench-") as tmp:
         for name in names:
@@ -149,9 +151,18 @@ def main():
             model = os.path.join(args.zoo, entry["path"])
             data = os.path.join(tmp, name)
             inputs, y = write_data(data, entry, args.batch * min(args.steps, 64))
-            one, predicted_one, simulated_one = time_tandem(args.tandem, model, data, args)
-            pipe, predicted_pipe, simulated_pipe = time_tandem(args.tandem, model, data, args, cluster=args.cluster)
-            eager = time_torch(entry, inputs, y, args)
+            # the sides alternate, round after round, so that noise on the machine hits all three;
+            # each figure is the median of the rounds' medians
+            one, pipe, eager = [], [], []
+            predicted_one = predicted_pipe = simulated_one = simulated_pipe = None
+            for _ in range(args.rounds):
+                rate, predicted_one, simulated_one = time_tandem(args.tandem, model, data, args)
+                one.append(rate)
+                rate, predicted_pipe, simulated_pipe = time_tandem(args.tandem, model, data, args,
+                                                                   cluster=args.cluster)
+                pipe.append(rate)
+                eager.append(time_torch(entry, inputs, y, args))
+            one, pipe, eager = statistics.median(one), statistics.median(pipe), statistics.median(eager)
             rows.append({"model": name, "parameters": entry["parameter_count"],
                          "tandem_cpu_samples_per_s": one, "tandem_pipeline_samples_per_s": pipe,
                          "predicted_cpu_step_s": predicted_one, "predicted_pipeline_step_s": predicted_pipe,
@@ -159,12 +170,14 @@ def main():
                          "torch_samples_per_s": eager})
             print(f"train_bench: {name}: tandem {one:.0f}, pipeline {pipe:.0f}, torch {eager:.0f} samples/s",
                   file=sys.stderr)
+    load_after = os.getloadavg()[0]
 
     predict = any(r["predicted_cpu_step_s"] is not None or r["predicted_pipeline_step_s"] is not None
                   for r in rows)
     ms = lambda rate: 1e3 * args.batch / rate  # noqa: E731
     print(f"Training step, batch {args.batch}, {args.optimizer} (lr {args.lr}), {args.threads} threads, "
-          f"median of steps {args.warmup + 1}-{args.steps}; machine: {machine()}; pipeline: "
+          f"median of steps {args.warmup + 1}-{args.steps}, median of {args.rounds} rounds; machine: "
+          f"{machine()} (load average {load_before:.2f} before, {load_after:.2f} after); pipeline: "
           f"{os.path.relpath(args.cluster, REPO)} --strategy pipeline\n")
     header = ["model", "params", "tandem 1 CPU samples/s (ms/step)", "tandem pipeline samples/s (ms/step)"]
     if predict:
@@ -192,7 +205,8 @@ def main():
         print("No predicted column: `tandem train --json` reported no predicted_step_seconds.")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"machine": machine(), "batch": args.batch, "threads": args.threads,
+            json.dump({"machine": machine(), "load_average": [load_before, load_after], "rounds": args.rounds,
+                       "batch": args.batch, "threads": args.threads,
                        "optimizer": args.optimizer, "steps": args.steps, "warmup": args.warmup,
                        "rows": rows}, f, indent=2)
             f.write("\n")

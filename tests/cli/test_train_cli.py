@@ -540,9 +540,13 @@ class SameCurve(TrainTest):
         cls.data = os.path.join(cls.tmp, "digits")
         make_digits.write_digits(cls.data)
 
-    def curve(self, *args):
+    def curve(self, *args, devices=None):
         run = train(self, zoo_model("digits_cnn"), self.data, *self.ARGS, *args)
         self.assertEqual(len(run.steps), self.STEPS)
+        if devices is not None:
+            # the plan really spans them: each holds memory in the step's simulation
+            self.assertEqual(sorted(run.done[0].get("simulated_peak_memory_bytes", {})), devices,
+                             f"devices of the plan: {run.done[0]}")
         return run.losses
 
     def assert_same(self, a, b, what):
@@ -552,9 +556,12 @@ class SameCurve(TrainTest):
     def test_one_device_and_pipeline(self):
         one = self.curve("--seed", 7)
         single = self.curve("--seed", 7, "--cluster", cluster(), "--strategy", "single:cpu0")
-        pipeline = self.curve("--seed", 7, "--cluster", cluster(), "--strategy", "pipeline")
+        pipeline = self.curve("--seed", 7, "--cluster", cluster(), "--strategy", "pipeline",
+                              devices=["cpu0", "cpu1"])
+        heft = self.curve("--seed", 7, "--cluster", cluster(), "--strategy", "heft")
         self.assert_same(one, single, "no cluster against single:cpu0")
         self.assert_same(single, pipeline, "single:cpu0 against the 2-stage pipeline")
+        self.assert_same(single, heft, "single:cpu0 against heft")
         self.assertLess(np.mean(pipeline[-5:]), np.mean(pipeline[:5]), f"the loss does not fall: {pipeline}")
         other = self.curve("--seed", 8)
         self.assertGreater(max(relative_difference(p, q) for p, q in zip(one, other)), 1e-3,
