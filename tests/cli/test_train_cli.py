@@ -37,7 +37,9 @@ THREADS = "2"
 
 # Weights after training against torch's: |tandem - torch| <= RTOL * |torch| + ATOL * scale, the
 # scale being the tensor's largest initial value. torch in float32 against torch in float64 on
-# these cases stays under a tenth of that.
+# these cases stays under a tenth of that (0.04 at most, the Adam cases), and so did tandem against
+# torch when these tests were written (0.063 at most; one SGD step's update, i.e. the gradient,
+# within 2.3e-5 of torch's, relative to its largest element, on every parameter of every model).
 RTOL, ATOL = 1e-4, 1e-5
 LOSS_RTOL = 1e-5
 
