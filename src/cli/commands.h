@@ -117,8 +117,10 @@ struct TrainOptions {
   std::string optimizer = "sgd";       // sgd, adam, adamw
   std::string output;                  // the model output the loss reads; default the first
   double learning_rate = 0;            // 0: the optimiser's default (0.01 SGD, 0.001 Adam)
-  double momentum = 0, weight_decay = 0, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+  double momentum = 0, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+  std::optional<double> weight_decay;  // default: 0.01 for adamw (as torch.optim.AdamW), else 0
   int64_t batch = 32;
+  int microbatches = 1;  // pieces of each batch the gradient graph runs (a pipeline's)
   int epochs = 1;
   int64_t steps = 0;  // > 0: stop after this many steps in all
   uint64_t seed = 0;

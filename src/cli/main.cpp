@@ -331,7 +331,7 @@ int main(int argc, char** argv) {
                          "cluster file (default: this machine's CPU as one device)");
   train_verb
       ->add_option("--strategy", train.strategy,
-                   "single:DEVICE, greedy, heft, pipeline or auto (as tandem plan)")
+                   "single:DEVICE, greedy, heft, pipeline, data-parallel or auto (as tandem plan)")
       ->capture_default_str();
   train_verb->add_option("--loss", train.loss, "cross-entropy (logits [N, C], int64 labels) or mse")
       ->check(CLI::IsMember({"cross-entropy", "mse"}))
@@ -346,8 +346,9 @@ int main(int argc, char** argv) {
       ->check(number_in(1e-12, 1e6));
   train_verb->add_option("--momentum", train.momentum, "sgd momentum")->check(number_in(0, 1));
   train_verb
-      ->add_option("--weight-decay", train.weight_decay,
-                   "L2 (sgd, adam) or decoupled (adamw) weight decay")
+      ->add_option(
+          "--weight-decay", train.weight_decay,
+          "L2 (sgd, adam; default 0) or decoupled (adamw; default 0.01, as torch) weight decay")
       ->check(number_in(0, 1e3));
   train_verb->add_option("--beta1", train.beta1, "adam")
       ->capture_default_str()
@@ -363,6 +364,11 @@ int main(int argc, char** argv) {
                    "samples per step (the last incomplete batch of an epoch is dropped)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  train_verb
+      ->add_option("--microbatches", train.microbatches,
+                   "split each batch into this many pieces whose gradients add up (a pipeline's "
+                   "micro-batches)")
+      ->check(CLI::Range(1, 1 << 20));
   train_verb->add_option("--epochs", train.epochs, "passes over the training split")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));

@@ -35,7 +35,8 @@ train::TrainingOptions training_options(const TrainOptions& options) {
                      : options.optimizer == "adamw" ? train::Optimizer::kAdamW
                                                     : train::Optimizer::kSgd;
   result.momentum = static_cast<float>(options.momentum);
-  result.weight_decay = static_cast<float>(options.weight_decay);
+  result.weight_decay = static_cast<float>(
+      options.weight_decay.value_or(result.optimizer == train::Optimizer::kAdamW ? 0.01 : 0.0));
   result.beta1 = static_cast<float>(options.beta1);
   result.beta2 = static_cast<float>(options.beta2);
   result.epsilon = static_cast<float>(options.epsilon);
@@ -48,16 +49,14 @@ train::TrainingOptions training_options(const TrainOptions& options) {
 
 // The model bound to the batch: every input's shape is the batch then its rows' shape in the data.
 ImportedModel load_bound(const TrainOptions& options, const train::DataSplit& split,
-                         const std::vector<std::string>& names) {
-  ModelOptions bound;
-  bound.model = options.model;
+                         const std::vector<std::string>& names, int64_t batch) {
+  ImportOptions bound;
   for (size_t i = 0; i < names.size(); ++i) {
-    std::string shape = std::to_string(options.batch);
-    for (int64_t axis = 1; axis < split.inputs[i].rank(); ++axis)
-      shape += "x" + std::to_string(split.inputs[i].dim(axis));
-    bound.shapes.push_back(names[i] + "=" + shape);
+    Shape shape = split.inputs[i].shape();
+    shape[0] = batch;
+    bound.shapes[names[i]] = GivenShape(shape, split.files[i]);
   }
-  ImportedModel model = load_model(bound);
+  ImportedModel model = import_onnx(options.model, bound);
   for (size_t i = 0; i < names.size(); ++i) {
     const Value& input = model.graph.values[model.graph.inputs[i]];
     if (input.type.dtype != split.inputs[i].dtype()) {
@@ -91,9 +90,9 @@ Plan plan_graph(const PlanningProblem& problem, const std::string& strategy,
     for (const DeviceSpec& device : problem.cluster().devices)
       if (device.id == strategy.substr(7)) why = refusals(*problem.graph(), device);
   }
-  throw InputError("--strategy " + strategy, "found no plan of the " + what +
-                                                 " that fits the cluster" +
-                                                 (why.empty() ? "" : ": " + why));
+  throw InputError(
+      "--strategy " + strategy,
+      "found no plan of the " + what + " that fits the cluster" + (why.empty() ? "" : ": " + why));
 }
 
 std::string plan_summary(const Plan& plan, const Cluster& cluster) {
@@ -109,6 +108,33 @@ std::string plan_summary(const Plan& plan, const Cluster& cluster) {
 }
 
 double percent(double fraction) { return 100.0 * fraction; }
+
+// How the gradient graph's batch splits: data and labels along axis 0, parameters whole to every
+// piece; the prediction joins, the loss and the gradients add up. A piece runs the model
+// re-imported at its size (a gradient graph of the same nodes).
+BatchSplit gradient_split(const train::TrainingGraph& gradients, const TrainOptions& options,
+                          const train::DataSplit& split, const std::vector<std::string>& names,
+                          const std::vector<std::string>& initializers,
+                          const train::TrainingOptions& settings) {
+  BatchSplit result;
+  result.batch = options.batch;
+  for (const train::Slot& slot : gradients.slots) {
+    const bool per_sample =
+        slot.role == train::SlotRole::kData || slot.role == train::SlotRole::kLabels;
+    result.input_axis.push_back(per_sample ? 0 : -1);
+  }
+  for (train::OutputJoin join : gradients.joins) {
+    result.output_axis.push_back(0);
+    result.output_summed.push_back(join == train::OutputJoin::kSum);
+  }
+  result.graph_for = [&options, &split, names, initializers, settings](int64_t samples) {
+    const ImportedModel piece = load_bound(options, split, names, samples);
+    auto graph = std::make_shared<train::TrainingGraph>(
+        train::build_gradient_graph(piece.graph, initializers, settings, options.batch));
+    return std::shared_ptr<const Graph>(graph, &graph->graph);
+  };
+  return result;
+}
 
 }  // namespace
 
@@ -140,12 +166,18 @@ int train_command(const TrainOptions& options) {
                                            std::to_string(options.batch));
   }
 
-  const ImportedModel model = load_bound(options, train_split, names);
-  const train::TrainingGraph training =
-      train::build_training_graph(model.graph, model.initializers, settings);
+  const ImportedModel model = load_bound(options, train_split, names, options.batch);
+  const train::TrainingStep step = [&] {
+    try {
+      return train::build_training_step(model.graph, model.initializers, settings);
+    } catch (InputError& error) {  // about the model: name it
+      if (error.subject().empty()) error.set_subject(options.model);
+      throw;
+    }
+  }();
   const train::TrainingGraph evaluation =
-      train::build_evaluation_graph(model.graph, training, settings);
-  Trainer trainer(training, evaluation, settings.loss, settings);
+      train::build_evaluation_graph(model.graph, step, settings);
+  Trainer trainer(step, evaluation, settings);
   trainer.check_labels(train_split);
   if (test_split) trainer.check_labels(*test_split);
   if (!options.resume.empty()) {
@@ -156,30 +188,43 @@ int train_command(const TrainOptions& options) {
   const Cluster cluster = options.cluster.empty() ? local_cluster() : load_cluster(options.cluster);
   const CostModel cost(cluster);
   const auto devices = make_devices(cost.cluster(), terminal);
-  PlanOptions plan_options;
-  plan_options.batch = options.batch;
-  plan_options.batch_unsplittable =
-      "a training step sums its gradients over the whole batch (micro-batched and data-parallel "
-      "training schedules are not built yet)";
-  const PlanningProblem step_problem(training.graph, cost.cluster(), cost, plan_options);
-  const Plan step_plan = plan_graph(step_problem, options.strategy, "training step");
-  const SimulationResult simulated = simulate(step_problem, step_plan, {});
-  const PlanningProblem eval_problem(evaluation.graph, cost.cluster(), cost, plan_options);
-  const Plan eval_plan = plan_graph(eval_problem, options.strategy, "evaluation graph");
+  // The gradient graph splits: pieces (micro-batches, data-parallel shares) each run the model
+  // bound to their size, and their losses and gradients add up.
+  const BatchSplit split =
+      gradient_split(step.gradients, options, train_split, names, model.initializers, settings);
+  PlanOptions gradient_options;
+  gradient_options.batch = options.batch;
+  gradient_options.microbatches = options.microbatches;
+  PlanOptions whole;  // the update and the evaluation run whole
+  whole.batch = options.batch;
+  whole.batch_unsplittable = "it runs once per step, on the summed gradients";
+  const PlanningProblem gradient_problem(step.gradients.graph, cost.cluster(), cost,
+                                         gradient_options);
+  const Plan gradient_plan = plan_graph(gradient_problem, options.strategy, "gradient graph");
+  const PlanningProblem update_problem(step.update.graph, cost.cluster(), cost, whole);
+  const Plan update_plan = plan_graph(update_problem, "auto", "update graph");
+  const SimulationResult simulated = simulate(gradient_problem, gradient_plan, {});
+  const SimulationResult simulated_update = simulate(update_problem, update_plan, {});
+  const std::string eval_strategy =
+      options.strategy == "data-parallel" ? std::string("auto") : options.strategy;
+  const PlanningProblem eval_problem(evaluation.graph, cost.cluster(), cost, whole);
+  const Plan eval_plan = plan_graph(eval_problem, eval_strategy, "evaluation graph");
+  const double predicted_step =
+      gradient_plan.predicted.latency_seconds + update_plan.predicted.latency_seconds;
+  const double simulated_step = simulated.latency_seconds + simulated_update.latency_seconds;
 
   std::vector<Device*> pointers;
   for (const auto& device : devices) pointers.push_back(device.get());
-  PlanExecutor step_executor(training.graph, step_plan, pointers);
+  PlanExecutor gradient_executor(step.gradients.graph, gradient_plan, pointers, split);
+  PlanExecutor update_executor(step.update.graph, update_plan, pointers);
   PlanExecutor eval_executor(evaluation.graph, eval_plan, pointers);
-  const train::GraphRunner step_runner = [&](std::span<const Tensor> inputs) {
-    return step_executor.run(inputs);
-  };
-  const train::GraphRunner eval_runner = [&](std::span<const Tensor> inputs) {
-    return eval_executor.run(inputs);
-  };
+  const train::Runners runners{
+      [&](std::span<const Tensor> inputs) { return gradient_executor.run(inputs); },
+      [&](std::span<const Tensor> inputs) { return update_executor.run(inputs); },
+      [&](std::span<const Tensor> inputs) { return eval_executor.run(inputs); }};
 
   size_t parameter_count = 0;
-  for (const train::Slot& slot : training.slots)
+  for (const train::Slot& slot : step.gradients.slots)
     if (slot.role == train::SlotRole::kParameter)
       parameter_count += static_cast<size_t>(slot.initial.numel());
   const int64_t steps_per_epoch = train_split.samples() / options.batch;
@@ -187,23 +232,24 @@ int train_command(const TrainOptions& options) {
     nlohmann::json start = {
         {"event", "start"},
         {"model", options.model},
-        {"parameters", training.parameters.size()},
+        {"parameters", step.gradients.parameters.size()},
         {"parameter_elements", parameter_count},
-        {"training_graph_nodes", training.graph.nodes.size()},
+        {"gradient_graph_nodes", step.gradients.graph.nodes.size()},
+        {"update_graph_nodes", step.update.graph.nodes.size()},
+        {"microbatches", gradient_plan.microbatches},
         {"steps_per_epoch", steps_per_epoch},
-        {"strategy", step_plan.chosen.empty() ? step_plan.strategy : step_plan.chosen},
-        {"predicted_step_seconds", step_plan.predicted.latency_seconds},
-        {"simulated_step_seconds", simulated.latency_seconds}};
+        {"strategy", gradient_plan.chosen.empty() ? gradient_plan.strategy : gradient_plan.chosen},
+        {"predicted_step_seconds", predicted_step},
+        {"simulated_step_seconds", simulated_step}};
     std::printf("%s\n", start.dump().c_str());
   } else {
     std::printf("training %s: %zu parameters (%s elements), %lld steps per epoch of %lld samples\n",
-                options.model.c_str(), training.parameters.size(),
+                options.model.c_str(), step.gradients.parameters.size(),
                 si(static_cast<double>(parameter_count)).c_str(),
                 static_cast<long long>(steps_per_epoch), static_cast<long long>(options.batch));
     std::printf("plan: %s; a step predicted %s (simulated %s)\n",
-                plan_summary(step_plan, cost.cluster()).c_str(),
-                seconds_text(step_plan.predicted.latency_seconds).c_str(),
-                seconds_text(simulated.latency_seconds).c_str());
+                plan_summary(gradient_plan, cost.cluster()).c_str(),
+                seconds_text(predicted_step).c_str(), seconds_text(simulated_step).c_str());
   }
   std::fflush(stdout);
 
@@ -259,8 +305,8 @@ int train_command(const TrainOptions& options) {
     }
     std::fflush(stdout);
   };
-  trainer.fit(step_runner, eval_runner, train_split, test_split ? &*test_split : nullptr, schedule,
-              on_step, on_epoch);
+  trainer.fit(runners, train_split, test_split ? &*test_split : nullptr, schedule, on_step,
+              on_epoch);
   if (!options.checkpoint.empty())
     train::write_checkpoint(options.checkpoint, options.model, trainer);
   if (!options.save.empty())
@@ -277,8 +323,8 @@ int train_command(const TrainOptions& options) {
         {"steps", trainer.steps_taken()},
         {"median_step_seconds", measured},
         {"samples_per_second", measured > 0 ? static_cast<double>(options.batch) / measured : 0},
-        {"predicted_step_seconds", step_plan.predicted.latency_seconds},
-        {"simulated_step_seconds", simulated.latency_seconds}};
+        {"predicted_step_seconds", predicted_step},
+        {"simulated_step_seconds", simulated_step}};
     nlohmann::json memory = nlohmann::json::object();
     for (const DeviceActivity& device : simulated.devices)
       if (device.peak_memory_bytes > 0) memory[device.id] = device.peak_memory_bytes;
@@ -288,8 +334,8 @@ int train_command(const TrainOptions& options) {
   } else {
     Table table({"", "step"});
     table.add_row({"measured (median)", seconds_text(measured)});
-    table.add_row({"predicted", seconds_text(step_plan.predicted.latency_seconds)});
-    table.add_row({"simulated", seconds_text(simulated.latency_seconds)});
+    table.add_row({"predicted", seconds_text(predicted_step)});
+    table.add_row({"simulated", seconds_text(simulated_step)});
     for (const DeviceActivity& device : simulated.devices)
       if (device.peak_memory_bytes > 0)
         table.add_row(

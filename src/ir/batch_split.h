@@ -19,7 +19,10 @@ struct BatchSplit {
   int64_t batch = 1;  // its size as bound
   std::vector<int> input_axis;   // per graph input: its batch axis; -1: every piece reads it whole
   std::vector<int> output_axis;  // per graph output: the axis its pieces are joined along
-  std::string refusal;           // why the batch cannot be split; empty when it can
+  // Per graph output: whether its pieces add up instead (a training step's loss and gradients,
+  // each piece's already scaled to the whole batch); empty when every output joins.
+  std::vector<bool> output_summed;
+  std::string refusal;  // why the batch cannot be split; empty when it can
   // The model bound to `samples` and prepared as the whole one was: the same nodes, every
   // shape re-inferred.
   std::function<std::shared_ptr<const Graph>(int64_t samples)> graph_for;

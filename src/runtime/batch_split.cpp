@@ -75,4 +75,28 @@ Tensor concat_batch(std::span<const Tensor> pieces, int axis) {
   return whole;
 }
 
+Tensor sum_pieces(std::span<const Tensor> pieces) {
+  if (pieces.empty()) throw InputError("no pieces to add up");
+  const Tensor& first = pieces.front();
+  if (first.dtype() != DType::kFloat32 && first.dtype() != DType::kFloat64)
+    throw InputError("pieces of " + std::string(dtype_name(first.dtype())) + " cannot be added up");
+  Tensor sum = first.clone();
+  for (size_t p = 1; p < pieces.size(); ++p) {
+    const Tensor& piece = pieces[p];
+    if (piece.dtype() != first.dtype() || piece.shape() != first.shape())
+      throw InputError("piece " + std::to_string(p) + " is " + shape_str(piece.shape()) +
+                       ", the first " + shape_str(first.shape()));
+    if (first.dtype() == DType::kFloat32) {
+      float* out = sum.data<float>();
+      const float* in = piece.data<float>();
+      for (int64_t i = 0; i < sum.numel(); ++i) out[i] += in[i];
+    } else {
+      double* out = sum.data<double>();
+      const double* in = piece.data<double>();
+      for (int64_t i = 0; i < sum.numel(); ++i) out[i] += in[i];
+    }
+  }
+  return sum;
+}
+
 }  // namespace tandem

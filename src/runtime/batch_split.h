@@ -11,5 +11,8 @@ std::vector<Tensor> split_batch(const Tensor& tensor, std::span<const int64_t> s
 // Concatenates pieces along `axis`; InputError when they differ on another axis (a model whose
 // output does not follow its batch there).
 Tensor concat_batch(std::span<const Tensor> pieces, int axis = 0);
+// The elementwise sum of float pieces of one shape (a split batch's gradients: the reduction an
+// all-reduce would do, here on the host); InputError when they differ in type or shape.
+Tensor sum_pieces(std::span<const Tensor> pieces);
 
 }  // namespace tandem

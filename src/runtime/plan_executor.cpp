@@ -658,7 +658,8 @@ std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
       continue;
     }
     try {
-      outputs.push_back(concat_batch(parts, split_.output_axis[k]));
+      const bool summed = k < split_.output_summed.size() && split_.output_summed[k];
+      outputs.push_back(summed ? sum_pieces(parts) : concat_batch(parts, split_.output_axis[k]));
     } catch (const InputError& error) {
       throw InputError("plan", "output '" + graph_.values[graph_.outputs[k]].name +
                                    "' does not follow the batch: " + error.what());

@@ -103,6 +103,7 @@ DataSplit read_split(const std::string& dir, const std::vector<std::string>& inp
     std::string stem = name;
     if (input_names.size() == 1 && !files_of(dir, "x").empty()) stem = "x";
     split.inputs.push_back(read_joined(dir, stem));
+    split.files.push_back(files_of(dir, stem).front().string());
   }
   split.labels = read_joined(dir, "y");
   for (size_t i = 0; i < split.inputs.size(); ++i) {

@@ -9,8 +9,9 @@ namespace tandem::train {
 // One split of a data set in memory: a tensor per model input and the labels, all with the same
 // number of samples along axis 0.
 struct DataSplit {
-  std::string path;            // the split's folder
-  std::vector<Tensor> inputs;  // follow the model's inputs
+  std::string path;                // the split's folder
+  std::vector<Tensor> inputs;      // follow the model's inputs
+  std::vector<std::string> files;  // per input: its file (the first shard), for messages
   Tensor labels;
   int64_t samples() const { return labels.defined() ? labels.dim(0) : 0; }
   // The rows `indices` of every input and of the labels, stacked into one batch.

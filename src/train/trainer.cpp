@@ -49,20 +49,21 @@ double squared_error(const Tensor& prediction, const Tensor& target, int64_t cou
 
 }  // namespace
 
-Trainer::Trainer(const TrainingGraph& training, const TrainingGraph& evaluation, Loss loss,
+Trainer::Trainer(const TrainingStep& step, const TrainingGraph& evaluation,
                  const TrainingOptions& options)
-    : training_(training), evaluation_(evaluation), loss_(loss), options_(options) {
-  for (const Slot& slot : training.slots)
-    if (slot.initial.defined()) values_[slot.name] = slot.initial;
-  const Graph& graph = training.graph;
-  batch_ =
-      graph.values[graph.outputs[static_cast<size_t>(training.prediction_output)]].type.shape.at(0);
+    : step_(step), evaluation_(evaluation), loss_(options.loss), options_(options) {
+  for (const TrainingGraph* graph : {&step.gradients, &step.update})
+    for (const Slot& slot : graph->slots)
+      if (slot.initial.defined()) values_[slot.name] = slot.initial;
+  const Graph& graph = step.gradients.graph;
+  batch_ = graph.values[graph.outputs[static_cast<size_t>(step.gradients.prediction_output)]]
+               .type.shape.at(0);
 }
 
 void Trainer::check_labels(const DataSplit& split) const {
-  const Graph& graph = training_.graph;
-  for (size_t i = 0; i < training_.slots.size(); ++i) {
-    const Slot& slot = training_.slots[i];
+  const Graph& graph = step_.gradients.graph;
+  for (size_t i = 0; i < step_.gradients.slots.size(); ++i) {
+    const Slot& slot = step_.gradients.slots[i];
     const TensorType& type = graph.values[graph.inputs[i]].type;
     if (slot.role == SlotRole::kLabels) {
       if (split.labels.dtype() != type.dtype ||
@@ -81,7 +82,8 @@ void Trainer::check_labels(const DataSplit& split) const {
   }
   if (loss_ != Loss::kCrossEntropy) return;
   const int64_t classes =
-      graph.values[graph.outputs[static_cast<size_t>(training_.prediction_output)]].type.shape[1];
+      graph.values[graph.outputs[static_cast<size_t>(step_.gradients.prediction_output)]]
+          .type.shape[1];
   const std::vector<int64_t> labels = split.labels.to_int64s();
   for (size_t i = 0; i < labels.size(); ++i) {
     if (labels[i] < 0 || labels[i] >= classes) {
@@ -92,15 +94,27 @@ void Trainer::check_labels(const DataSplit& split) const {
   }
 }
 
-StepRecord Trainer::step(const GraphRunner& runner, std::span<const Tensor> inputs,
+StepRecord Trainer::step(const Runners& runners, std::span<const Tensor> inputs,
                          const Tensor& labels, float learning_rate) {
   const int64_t t = steps_ + 1;
+  const auto start = std::chrono::steady_clock::now();
   std::vector<Tensor> feed;
   size_t data = 0;
-  for (const Slot& slot : training_.slots) {
+  for (const Slot& slot : step_.gradients.slots) {
+    if (slot.role == SlotRole::kData)
+      feed.push_back(inputs[data++]);
+    else if (slot.role == SlotRole::kLabels)
+      feed.push_back(labels);
+    else
+      feed.push_back(values_.at(slot.name));
+  }
+  const std::vector<Tensor> gradients = runners.gradients(feed);
+  feed.clear();
+  for (const Slot& slot : step_.update.slots) {
     switch (slot.role) {
-      case SlotRole::kData: feed.push_back(inputs[data++]); break;
-      case SlotRole::kLabels: feed.push_back(labels); break;
+      case SlotRole::kGradient:
+        feed.push_back(gradients[static_cast<size_t>(slot.source_output)]);
+        break;
       case SlotRole::kLearningRate: feed.push_back(scalar(learning_rate)); break;
       case SlotRole::kBiasCorrection1:
         feed.push_back(scalar(static_cast<float>(1 - std::pow(double{options_.beta1}, t))));
@@ -111,21 +125,20 @@ StepRecord Trainer::step(const GraphRunner& runner, std::span<const Tensor> inpu
       default: feed.push_back(values_.at(slot.name));
     }
   }
-  const auto start = std::chrono::steady_clock::now();
-  const std::vector<Tensor> outputs = runner(feed);
+  const std::vector<Tensor> updated = runners.update(feed);
   StepRecord record;
   record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  for (const Slot& slot : training_.slots)
-    if (slot.updated_output >= 0)
-      values_[slot.name] = outputs[static_cast<size_t>(slot.updated_output)];
-  record.loss = scalar_of(outputs[static_cast<size_t>(training_.loss_output)]);
-  if (loss_ == Loss::kCrossEntropy) {
-    const Tensor& logits = outputs[static_cast<size_t>(training_.prediction_output)];
-    record.correct = score(logits, labels, labels.dim(0)).second;
-  }
+  record.loss = scalar_of(gradients[static_cast<size_t>(step_.gradients.loss_output)]);
   if (!std::isfinite(record.loss))
     throw InputError("step " + std::to_string(t),
                      "the loss is " + std::to_string(record.loss) + " (try a smaller --lr)");
+  for (const Slot& slot : step_.update.slots)
+    if (slot.updated_output >= 0)
+      values_[slot.name] = updated[static_cast<size_t>(slot.updated_output)];
+  if (loss_ == Loss::kCrossEntropy) {
+    const Tensor& logits = gradients[static_cast<size_t>(step_.gradients.prediction_output)];
+    record.correct = score(logits, labels, labels.dim(0)).second;
+  }
   steps_ = t;
   record.step = t;
   record.samples = labels.dim(0);
@@ -161,27 +174,31 @@ std::pair<double, double> Trainer::evaluate(const GraphRunner& runner,
   return {loss / n, loss_ == Loss::kCrossEntropy ? static_cast<double>(correct) / n : -1.0};
 }
 
-void Trainer::fit(const GraphRunner& train_runner, const GraphRunner& eval_runner,
-                  const DataSplit& train, const DataSplit* test, const Schedule& schedule,
-                  const std::function<void(const StepRecord&)>& on_step,
+void Trainer::fit(const Runners& runners, const DataSplit& train, const DataSplit* test,
+                  const Schedule& schedule, const std::function<void(const StepRecord&)>& on_step,
                   const std::function<void(const EpochRecord&)>& on_epoch) {
   std::vector<int64_t> order(static_cast<size_t>(train.samples()));
   std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 random(schedule.seed);
+  // A resumed run replays the shuffles and skips the batches already taken, so that it goes on
+  // with the batch the uninterrupted run would have taken next.
+  const int64_t taken = steps_;
+  int64_t batches = 0;  // over the whole run, taken ones included
   for (int epoch = 1; epoch <= schedule.epochs; ++epoch) {
+    if (schedule.max_steps > 0 && steps_ >= schedule.max_steps) break;
     const auto start = std::chrono::steady_clock::now();
     if (schedule.shuffle) std::shuffle(order.begin(), order.end(), random);
     EpochRecord summary;
     summary.epoch = epoch;
     int64_t steps = 0, correct = 0, seen = 0;
-    for (size_t first = 0; first + static_cast<size_t>(batch_) <= order.size();
-         first += static_cast<size_t>(batch_)) {
+    const size_t size = static_cast<size_t>(batch_);
+    for (size_t first = 0; first + size <= order.size(); first += size) {
+      if (batches++ < taken) continue;
       if (schedule.max_steps > 0 && steps_ >= schedule.max_steps) break;
       const std::vector<int64_t> rows(order.begin() + static_cast<std::ptrdiff_t>(first),
-                                      order.begin() + static_cast<std::ptrdiff_t>(first) + batch_);
-      const std::vector<Tensor> inputs = train.batch_inputs(rows);
-      const Tensor labels = train.batch_labels(rows);
-      StepRecord record = step(train_runner, inputs, labels, schedule.learning_rate);
+                                      order.begin() + static_cast<std::ptrdiff_t>(first + size));
+      StepRecord record =
+          step(runners, train.batch_inputs(rows), train.batch_labels(rows), schedule.learning_rate);
       record.epoch = epoch;
       summary.train_loss += record.loss;
       correct += record.correct;
@@ -189,18 +206,18 @@ void Trainer::fit(const GraphRunner& train_runner, const GraphRunner& eval_runne
       ++steps;
       if (on_step) on_step(record);
     }
-    if (steps > 0) summary.train_loss /= static_cast<double>(steps);
+    if (steps == 0) continue;  // an epoch the resumed checkpoint had finished
+    summary.train_loss /= static_cast<double>(steps);
     if (loss_ == Loss::kCrossEntropy && seen > 0)
       summary.train_accuracy = static_cast<double>(correct) / static_cast<double>(seen);
     if (test) {
-      const auto [loss, accuracy] = evaluate(eval_runner, *test);
+      const auto [loss, accuracy] = evaluate(runners.evaluation, *test);
       summary.test_loss = loss;
       if (accuracy >= 0) summary.test_accuracy = accuracy;
     }
     summary.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (on_epoch) on_epoch(summary);
-    if (schedule.max_steps > 0 && steps_ >= schedule.max_steps) break;
   }
 }
 
@@ -223,7 +240,7 @@ void Trainer::restore(const std::map<std::string, Tensor>& values, int64_t steps
 
 std::map<std::string, Tensor> Trainer::initializers() const {
   std::map<std::string, Tensor> result;
-  for (const Slot& slot : training_.slots) {
+  for (const Slot& slot : step_.update.slots) {
     if (slot.role == SlotRole::kParameter || slot.role == SlotRole::kState)
       result[slot.name] = values_.at(slot.name);
   }

@@ -41,29 +41,35 @@ struct EpochRecord {
   double seconds = 0;
 };
 
-// Trains a model whose training and evaluation graphs were built by build_training_graph and
+// The runners of a step's two graphs and of the evaluation graph.
+struct Runners {
+  GraphRunner gradients, update, evaluation;
+};
+
+// Trains a model whose step and evaluation graph were built by build_training_step and
 // build_evaluation_graph: keeps every parameter, statistic and optimiser state between steps,
 // feeds each step's batch, learning rate and bias corrections, and evaluates after every epoch.
 class Trainer {
  public:
-  Trainer(const TrainingGraph& training, const TrainingGraph& evaluation, Loss loss,
+  Trainer(const TrainingStep& step, const TrainingGraph& evaluation,
           const TrainingOptions& options);
 
   // Labels are checked against the model before any step (class indices within the logits).
   void check_labels(const DataSplit& split) const;
 
   // One step on `inputs` (the model's) and `labels`.
-  StepRecord step(const GraphRunner& runner, std::span<const Tensor> inputs, const Tensor& labels,
+  StepRecord step(const Runners& runners, std::span<const Tensor> inputs, const Tensor& labels,
                   float learning_rate);
 
   // Mean loss and accuracy (cross-entropy; -1 for mse) of the current model on a whole split,
   // in batches of the evaluation graph's size (the last one padded, the padding not counted).
   std::pair<double, double> evaluate(const GraphRunner& runner, const DataSplit& split) const;
 
-  // Epochs over `train` as `schedule` says, calling `on_step` and `on_epoch` as they end.
-  void fit(const GraphRunner& train_runner, const GraphRunner& eval_runner, const DataSplit& train,
-           const DataSplit* test, const Schedule& schedule,
-           const std::function<void(const StepRecord&)>& on_step,
+  // Epochs over `train` as `schedule` says, calling `on_step` and `on_epoch` as they end. Epochs
+  // and max_steps count from the start of training: after restore(), the run goes on with the
+  // batch an uninterrupted run would have taken next.
+  void fit(const Runners& runners, const DataSplit& train, const DataSplit* test,
+           const Schedule& schedule, const std::function<void(const StepRecord&)>& on_step,
            const std::function<void(const EpochRecord&)>& on_epoch);
 
   // The trained initializers (parameters and BatchNorm statistics), by name: what a saved model
@@ -78,7 +84,7 @@ class Trainer {
                const std::string& source);
 
  private:
-  const TrainingGraph& training_;
+  const TrainingStep& step_;
   const TrainingGraph& evaluation_;
   Loss loss_;
   TrainingOptions options_;

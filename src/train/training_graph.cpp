@@ -35,13 +35,16 @@ int output_named(const Graph& graph, const std::string& name) {
 }
 
 struct RunningStatistic {
-  int value;    // the initializer
-  int updated;  // its value after the step
+  int value;         // the initializer
+  int contribution;  // the batch's (or piece's) share of its update
+  float momentum;    // new = momentum * old + the contributions of every piece
 };
 
-// BatchNormalization with the batch's statistics, as ops that have gradients; the running
-// statistics move towards the batch's as torch's train mode moves them.
-std::vector<RunningStatistic> lower_batch_norms(Graph& graph) {
+// BatchNormalization with the batch's statistics, as ops that have gradients. Each running
+// statistic moves as torch's train mode moves it, new = m old + (1 - m) batch statistic; a piece
+// of n samples of a batch of `batch` contributes (1 - m) (n / batch) of its own statistic, so that
+// the pieces' contributions add up (to the batch's exactly when the batch is not split).
+std::vector<RunningStatistic> lower_batch_norms(Graph& graph, int64_t batch) {
   GraphBuilder b(graph, "batchnorm");
   std::vector<RunningStatistic> statistics;
   std::vector<size_t> lowered;
@@ -50,7 +53,6 @@ std::vector<RunningStatistic> lower_batch_norms(Graph& graph) {
     if (graph.nodes[n].op_type != "BatchNormalization") continue;
     const Node node = graph.nodes[n];
     const int x = node.inputs[0], scale = node.inputs[1], bias = node.inputs[2];
-    const int running_mean = node.inputs[3], running_var = node.inputs[4];
     const Shape shape = b.shape(x);
     if (shape.size() < 2) throw InputError(node.label() + ": cannot train on an input of rank < 2");
     std::vector<int64_t> axes = {0};
@@ -73,20 +75,17 @@ std::vector<RunningStatistic> lower_batch_norms(Graph& graph) {
     const int rstd = b.add("Reciprocal", {b.add("Sqrt", {b.sum(variance, b.scalar(epsilon, t))})});
     const int y = b.sum(b.mul(b.mul(centred, rstd), b.reshape(scale, per_channel)),
                         b.reshape(bias, per_channel));
-    const auto blend = [&](int running, int batch, float correction) {
-      const int batch_flat = b.reshape(batch, {shape[1]});
-      return b.sum(b.scale(running, momentum), b.scale(batch_flat, (1 - momentum) * correction));
-    };
+    const float share = (1 - momentum) * static_cast<float>(shape[0]) / static_cast<float>(batch);
     const float unbiased = static_cast<float>(count) / static_cast<float>(count - 1);
-    const int new_mean = blend(running_mean, mean, 1.0f);
-    const int new_var = blend(running_var, variance, unbiased);
-    statistics.push_back({running_mean, new_mean});
-    statistics.push_back({running_var, new_var});
+    const int mean_share = b.scale(b.reshape(mean, {shape[1]}), share);
+    const int var_share = b.scale(b.reshape(variance, {shape[1]}), share * unbiased);
+    statistics.push_back({node.inputs[3], mean_share, momentum});
+    statistics.push_back({node.inputs[4], var_share, momentum});
     replace_uses(graph, node.outputs[0], y);
     if (node.outputs.size() > 1 && node.outputs[1] >= 0)
-      replace_uses(graph, node.outputs[1], new_mean);
-    if (node.outputs.size() > 2 && node.outputs[2] >= 0)
-      replace_uses(graph, node.outputs[2], new_var);
+      throw InputError(node.label() +
+                       ": reads its running statistics' new values as outputs "
+                       "(export the model in eval mode)");
     lowered.push_back(n);
   }
   for (auto it = lowered.rbegin(); it != lowered.rend(); ++it)
@@ -114,7 +113,8 @@ int add_input(Graph& graph, const std::string& name, TensorType type) {
 }
 
 // The loss, a scalar, of `prediction` against a new labels input.
-int add_loss(Graph& graph, int prediction, Loss loss, const std::string& labels_name) {
+int add_loss(Graph& graph, int prediction, Loss loss, const std::string& labels_name,
+             int64_t batch) {
   GraphBuilder b(graph, "loss");
   const Value value = graph.values[prediction];  // a copy: adding nodes moves the values
   const Shape shape = value.type.shape;
@@ -133,19 +133,19 @@ int add_loss(Graph& graph, int prediction, Loss loss, const std::string& labels_
     // (a gather's gradient would be a scatter).
     std::vector<int64_t> classes(static_cast<size_t>(shape[1]));
     std::iota(classes.begin(), classes.end(), 0);
-    const int one_hot = b.add("Cast",
-                              {b.add("Equal", {b.add("Unsqueeze", {labels, b.int64s({1})}),
-                                               b.int64s(classes)})},
-                              {{"to", int64_t{t == DType::kFloat64 ? 11 : 1}}});  // DOUBLE, FLOAT
+    const int one_hot = b.add(
+        "Cast", {b.add("Equal", {b.add("Unsqueeze", {labels, b.int64s({1})}), b.int64s(classes)})},
+        {{"to", int64_t{t == DType::kFloat64 ? 11 : 1}}});  // DOUBLE, FLOAT
     const int picked = b.mul(log_probabilities, one_hot);
-    return b.scale(b.reduce_sum(picked, {0, 1}, false), -1.0f / static_cast<float>(shape[0]));
+    return b.scale(b.reduce_sum(picked, {0, 1}, false), -1.0f / static_cast<float>(batch));
   }
   const int target = add_input(graph, labels_name, {t, shape});
   const int difference = b.sub(prediction, target);
   std::vector<int64_t> all(shape.size());
   for (size_t a = 0; a < all.size(); ++a) all[a] = static_cast<int64_t>(a);
   const int squared = b.reduce_sum(b.mul(difference, difference), all, false);
-  return b.scale(squared, 1.0f / static_cast<float>(numel(shape)));
+  const int64_t per_sample = numel(shape) / shape[0];
+  return b.scale(squared, 1.0f / static_cast<float>(batch * per_sample));
 }
 
 // Turns constants into graph inputs with their values as the slots' initial values.
@@ -153,7 +153,7 @@ void make_inputs(Graph& graph, std::vector<Slot>& slots, const std::vector<int>&
                  SlotRole role) {
   for (int id : ids) {
     Value& value = graph.values[id];
-    slots.push_back({role, value.name, value.constant, -1});
+    slots.push_back({role, value.name, value.constant, -1, -1});
     value.constant = Tensor();
     graph.inputs.push_back(id);
   }
@@ -182,7 +182,8 @@ void prune(Graph& graph) {
 
 std::vector<Slot> data_slots(const Graph& forward) {
   std::vector<Slot> slots;
-  for (int id : forward.inputs) slots.push_back({SlotRole::kData, forward.values[id].name, {}, -1});
+  for (int id : forward.inputs)
+    slots.push_back({SlotRole::kData, forward.values[id].name, {}, -1, -1});
   return slots;
 }
 
@@ -206,7 +207,7 @@ Update optimise(GraphBuilder& b, const TrainingOptions& options, int parameter, 
   const auto state = [&](const std::string& suffix) {
     const int id = add_input(graph, name + "/" + suffix, type);
     slots.push_back({SlotRole::kOptimizerState, name + "/" + suffix,
-                     Tensor::zeros(type.dtype, type.shape), -1});
+                     Tensor::zeros(type.dtype, type.shape), -1, -1});
     return id;
   };
   Update update{-1, {}};
@@ -251,26 +252,24 @@ size_t slot_of(const std::vector<Slot>& slots, const std::string& name) {
   throw std::logic_error("training graph: no slot " + name);
 }
 
-}  // namespace
-
-TrainingGraph build_training_graph(const Graph& forward,
-                                   const std::vector<std::string>& initializers,
-                                   const TrainingOptions& options) {
-  TrainingGraph training;
-  Graph& graph = training.graph;
+// The gradient graph of `forward` as a piece of `batch`, and the update graph that goes with it.
+std::pair<TrainingGraph, TrainingGraph> build_step_graphs(
+    const Graph& forward, const std::vector<std::string>& initializers,
+    const TrainingOptions& options, int64_t batch) {
+  TrainingGraph gradients;
+  Graph& graph = gradients.graph;
   graph = forward;
   graph.opset = std::max(graph.opset, kTrainingOpset);
-  training.slots = data_slots(forward);
+  gradients.slots = data_slots(forward);
   // By position: lowering BatchNorm may replace the output's value.
   const auto position =
       std::find(graph.outputs.begin(), graph.outputs.end(), output_named(graph, options.output)) -
       graph.outputs.begin();
-  const std::vector<RunningStatistic> statistics = lower_batch_norms(graph);
+  const std::vector<RunningStatistic> statistics = lower_batch_norms(graph, batch);
   keep_max_pool_indices(graph);
   const int prediction = graph.outputs[static_cast<size_t>(position)];
-
-  const int loss = add_loss(graph, prediction, options.loss, "tandem/labels");
-  training.slots.push_back({SlotRole::kLabels, "tandem/labels", {}, -1});
+  const int loss = add_loss(graph, prediction, options.loss, "tandem/labels", batch);
+  gradients.slots.push_back({SlotRole::kLabels, "tandem/labels", {}, -1, -1});
 
   std::set<int> statistic_ids;
   for (const RunningStatistic& s : statistics) statistic_ids.insert(s.value);
@@ -287,43 +286,97 @@ TrainingGraph build_training_graph(const Graph& forward,
     throw InputError("no initializer of the model reaches the loss through a differentiable path" +
                      std::string(options.frozen.empty() ? "" : " (after --freeze)"));
   }
-  make_inputs(graph, training.slots, parameters, SlotRole::kParameter);
-  std::vector<int> statistic_values;
-  for (const RunningStatistic& s : statistics) statistic_values.push_back(s.value);
-  make_inputs(graph, training.slots, statistic_values, SlotRole::kState);
-  for (int id : parameters) training.parameters.push_back(graph.values[id].name);
-
+  make_inputs(graph, gradients.slots, parameters, SlotRole::kParameter);
+  for (int id : parameters) gradients.parameters.push_back(graph.values[id].name);
   const std::vector<int> grads = append_gradients(graph, loss, parameters);
+  graph.outputs = {loss, prediction};
+  gradients.joins = {OutputJoin::kSum, OutputJoin::kConcat};
+  gradients.loss_output = 0;
+  gradients.prediction_output = 1;
+  for (int g : grads) {
+    graph.outputs.push_back(g);
+    gradients.joins.push_back(OutputJoin::kSum);
+  }
+  for (const RunningStatistic& s : statistics) {
+    graph.outputs.push_back(s.contribution);
+    gradients.joins.push_back(OutputJoin::kSum);
+  }
+  prune(graph);
 
-  const int learning_rate = add_input(graph, "tandem/learning_rate", {DType::kFloat32, {}});
-  training.slots.push_back({SlotRole::kLearningRate, "tandem/learning_rate", {}, -1});
+  // The update: parameters, their gradients and optimiser state; running statistics and the
+  // pieces' contributions; learning rate and bias corrections.
+  TrainingGraph update;
+  Graph& step = update.graph;
+  step.opset = graph.opset;
+  update.parameters = gradients.parameters;
+  const auto add_slot = [&](SlotRole role, const std::string& name, TensorType type, Tensor initial,
+                            int source) {
+    const int id = add_input(step, name, std::move(type));
+    update.slots.push_back({role, name, std::move(initial), -1, source});
+    return id;
+  };
+  std::vector<int> update_parameters, update_grads;
+  for (size_t p = 0; p < parameters.size(); ++p) {
+    const Value& value = graph.values[parameters[p]];
+    const Slot& slot = gradients.slots[gradients.slots.size() - parameters.size() + p];
+    update_parameters.push_back(
+        add_slot(SlotRole::kParameter, value.name, value.type, slot.initial, -1));
+    update_grads.push_back(add_slot(SlotRole::kGradient, value.name + "/grad", value.type, {},
+                                    static_cast<int>(2 + p)));
+  }
+  std::vector<std::pair<int, int>> update_statistics;  // (running, contribution) in `step`
+  for (size_t k = 0; k < statistics.size(); ++k) {
+    const Value& value = forward.values[statistics[k].value];
+    const int running = add_slot(SlotRole::kState, value.name, value.type, value.constant, -1);
+    const int contribution = add_slot(SlotRole::kGradient, value.name + "/contribution", value.type,
+                                      {}, static_cast<int>(2 + parameters.size() + k));
+    update_statistics.push_back({running, contribution});
+  }
+  const int learning_rate =
+      add_slot(SlotRole::kLearningRate, "tandem/learning_rate", {DType::kFloat32, {}}, {}, -1);
   int correction1 = -1, correction2 = -1;
   if (options.optimizer != Optimizer::kSgd) {
-    correction1 = add_input(graph, "tandem/bias_correction1", {DType::kFloat32, {}});
-    training.slots.push_back({SlotRole::kBiasCorrection1, "tandem/bias_correction1", {}, -1});
-    correction2 = add_input(graph, "tandem/bias_correction2", {DType::kFloat32, {}});
-    training.slots.push_back({SlotRole::kBiasCorrection2, "tandem/bias_correction2", {}, -1});
+    correction1 = add_slot(SlotRole::kBiasCorrection1, "tandem/bias_correction1",
+                           {DType::kFloat32, {}}, {}, -1);
+    correction2 = add_slot(SlotRole::kBiasCorrection2, "tandem/bias_correction2",
+                           {DType::kFloat32, {}}, {}, -1);
   }
-
-  graph.outputs = {loss, prediction};
-  training.loss_output = 0;
-  training.prediction_output = 1;
-  GraphBuilder b(graph, "optimizer");
+  GraphBuilder b(step, "optimizer");
   for (size_t p = 0; p < parameters.size(); ++p) {
-    const Update update = optimise(b, options, parameters[p], grads[p], learning_rate, correction1,
-                                   correction2, training.slots);
-    add_output(training, slot_of(training.slots, graph.values[parameters[p]].name),
-               update.parameter);
-    for (const auto& [input, updated] : update.state)
-      add_output(training, slot_of(training.slots, graph.values[input].name), updated);
+    const Update result = optimise(b, options, update_parameters[p], update_grads[p], learning_rate,
+                                   correction1, correction2, update.slots);
+    add_output(update, slot_of(update.slots, step.values[update_parameters[p]].name),
+               result.parameter);
+    for (const auto& [input, updated] : result.state)
+      add_output(update, slot_of(update.slots, step.values[input].name), updated);
   }
-  for (const RunningStatistic& s : statistics)
-    add_output(training, slot_of(training.slots, graph.values[s.value].name), s.updated);
-  prune(graph);
-  return training;
+  for (size_t k = 0; k < statistics.size(); ++k) {
+    const auto [running, contribution] = update_statistics[k];
+    const int moved = b.sum(b.scale(running, statistics[k].momentum), contribution);
+    add_output(update, slot_of(update.slots, step.values[running].name), moved);
+  }
+  step.sort_topologically();
+  return {std::move(gradients), std::move(update)};
 }
 
-TrainingGraph build_evaluation_graph(const Graph& forward, const TrainingGraph& training,
+}  // namespace
+
+TrainingGraph build_gradient_graph(const Graph& forward,
+                                   const std::vector<std::string>& initializers,
+                                   const TrainingOptions& options, int64_t batch) {
+  return build_step_graphs(forward, initializers, options, batch).first;
+}
+
+TrainingStep build_training_step(const Graph& forward, const std::vector<std::string>& initializers,
+                                 const TrainingOptions& options) {
+  const Value& first =
+      forward.values.at(static_cast<size_t>(output_named(forward, options.output)));
+  if (first.type.shape.empty()) throw InputError("output '" + first.name + "' has no batch axis");
+  auto [gradients, update] = build_step_graphs(forward, initializers, options, first.type.shape[0]);
+  return {std::move(gradients), std::move(update)};
+}
+
+TrainingGraph build_evaluation_graph(const Graph& forward, const TrainingStep& step,
                                      const TrainingOptions& options) {
   TrainingGraph evaluation;
   Graph& graph = evaluation.graph;
@@ -331,7 +384,7 @@ TrainingGraph build_evaluation_graph(const Graph& forward, const TrainingGraph& 
   evaluation.slots = data_slots(forward);
   const int prediction = output_named(graph, options.output);
   std::vector<int> parameters, states;
-  for (const Slot& slot : training.slots) {
+  for (const Slot& slot : step.update.slots) {
     if (slot.role != SlotRole::kParameter && slot.role != SlotRole::kState) continue;
     const int id = graph.find_value(slot.name);
     if (id < 0 || !graph.values[id].is_constant()) continue;

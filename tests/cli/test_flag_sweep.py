@@ -50,6 +50,14 @@ class FlagSweep(unittest.TestCase):
         made = tandem("plan", model, "--cluster", cluster, "-o", plan)
         assert made.returncode == 0, made.stderr
         profile = os.path.join(folder, "profile.json")
+        # A data set for the zoo's training MLP: 8 samples of 64 features, 10 classes.
+        import numpy as np
+        data = os.path.join(folder, "data")
+        os.makedirs(os.path.join(data, "train"))
+        rng = np.random.default_rng(0)
+        np.save(os.path.join(data, "train", "x.npy"), rng.standard_normal((8, 64)).astype(np.float32))
+        np.save(os.path.join(data, "train", "y.npy"), rng.integers(0, 10, 8).astype(np.int64))
+        train_model = os.path.join(ZOO, "train", "mlp.onnx")
         # The valid command each bad value is added to; quick ones, so a refusal is the only
         # slow path left to find.
         cls.bases = {
@@ -60,6 +68,7 @@ class FlagSweep(unittest.TestCase):
             "simulate": [plan, "--cluster", cluster, "--model", model],
             "devices": [],
             "calibrate": ["--quick", "-o", profile],
+            "train": [train_model, "--data", data, "--batch", "4", "--steps", "1"],
         }
         # Empty, negative, zero, not a number, beyond a double, beyond an int64, a word, a
         # malformed assignment, a missing file (relative: an output folder is made in the
@@ -115,6 +124,9 @@ class FlagSweep(unittest.TestCase):
 
     def test_calibrate(self):
         self.sweep("calibrate")
+
+    def test_train(self):
+        self.sweep("train")
 
     def test_every_verb_is_swept(self):
         help_text = tandem("--help").stdout

@@ -70,20 +70,28 @@ std::pair<std::vector<double>, std::vector<double>> linear_grads(const Graph& mo
   return {dw, db};
 }
 
-// Runs one step of the training graph on the CPU; returns every named value after it.
-std::map<std::string, std::vector<double>> one_step(const TrainingGraph& training,
-                                                    const TrainingOptions& options,
-                                                    float learning_rate, int steps = 1) {
-  TrainingGraph evaluation;  // unused by step()
-  Trainer trainer(training, evaluation, options.loss, options);
+// Runs steps of the training step's two graphs on the CPU; returns every kept value after them.
+std::map<std::string, std::vector<double>> run_steps(const TrainingStep& step,
+                                                     const TrainingOptions& options,
+                                                     float learning_rate, const Tensor& x,
+                                                     const Tensor& target, int steps = 1) {
+  const TrainingGraph evaluation;  // step() does not evaluate
+  Trainer trainer(step, evaluation, options);
   cpu::CpuDevice device;
-  GraphExecutor executor(training.graph, device);
-  const GraphRunner runner = [&](std::span<const Tensor> inputs) { return executor.run(inputs); };
+  GraphExecutor gradients(step.gradients.graph, device), update(step.update.graph, device);
+  const Runners runners{[&](std::span<const Tensor> in) { return gradients.run(in); },
+                        [&](std::span<const Tensor> in) { return update.run(in); }, nullptr};
   for (int s = 0; s < steps; ++s)
-    trainer.step(runner, std::vector<Tensor>{kX}, kTarget, learning_rate);
+    trainer.step(runners, std::vector<Tensor>{x}, target, learning_rate);
   std::map<std::string, std::vector<double>> values;
   for (const auto& [name, value] : trainer.values()) values[name] = value.to_doubles();
   return values;
+}
+
+std::map<std::string, std::vector<double>> one_step(const TrainingStep& step,
+                                                    const TrainingOptions& options,
+                                                    float learning_rate) {
+  return run_steps(step, options, learning_rate, kX, kTarget);
 }
 
 TEST(TrainingGraph, SlotsAndOutputs) {
@@ -91,23 +99,35 @@ TEST(TrainingGraph, SlotsAndOutputs) {
   TrainingOptions options;
   options.loss = Loss::kMeanSquaredError;
   options.optimizer = Optimizer::kAdam;
-  const TrainingGraph training = build_training_graph(model, {"W", "b"}, options);
-  EXPECT_EQ(training.parameters, (std::vector<std::string>{"W", "b"}));
-  std::vector<SlotRole> roles;
-  for (const Slot& slot : training.slots) roles.push_back(slot.role);
-  EXPECT_EQ(roles, (std::vector<SlotRole>{SlotRole::kData, SlotRole::kLabels, SlotRole::kParameter,
-                                          SlotRole::kParameter, SlotRole::kLearningRate,
-                                          SlotRole::kBiasCorrection1, SlotRole::kBiasCorrection2,
-                                          SlotRole::kOptimizerState, SlotRole::kOptimizerState,
-                                          SlotRole::kOptimizerState, SlotRole::kOptimizerState}));
-  ASSERT_EQ(training.slots.size(), training.graph.inputs.size());
-  for (const Slot& slot : training.slots) {
+  const TrainingStep step = build_training_step(model, {"W", "b"}, options);
+  EXPECT_EQ(step.gradients.parameters, (std::vector<std::string>{"W", "b"}));
+  const auto roles = [](const TrainingGraph& graph) {
+    std::vector<SlotRole> roles;
+    for (const Slot& slot : graph.slots) roles.push_back(slot.role);
+    return roles;
+  };
+  EXPECT_EQ(roles(step.gradients),
+            (std::vector<SlotRole>{SlotRole::kData, SlotRole::kLabels, SlotRole::kParameter,
+                                   SlotRole::kParameter}));
+  EXPECT_EQ(roles(step.update),
+            (std::vector<SlotRole>{SlotRole::kParameter, SlotRole::kGradient, SlotRole::kParameter,
+                                   SlotRole::kGradient, SlotRole::kLearningRate,
+                                   SlotRole::kBiasCorrection1, SlotRole::kBiasCorrection2,
+                                   SlotRole::kOptimizerState, SlotRole::kOptimizerState,
+                                   SlotRole::kOptimizerState, SlotRole::kOptimizerState}));
+  // Loss and gradients add up over pieces of a batch; the prediction joins along it.
+  EXPECT_EQ(step.gradients.joins, (std::vector<OutputJoin>{OutputJoin::kSum, OutputJoin::kConcat,
+                                                           OutputJoin::kSum, OutputJoin::kSum}));
+  for (const TrainingGraph* graph : {&step.gradients, &step.update}) {
+    ASSERT_EQ(graph->slots.size(), graph->graph.inputs.size());
+    for (int id : graph->graph.inputs) EXPECT_FALSE(graph->graph.values[id].is_constant());
+  }
+  for (const Slot& slot : step.update.slots) {
     const bool updated =
         slot.role == SlotRole::kParameter || slot.role == SlotRole::kOptimizerState;
     EXPECT_EQ(slot.updated_output >= 0, updated) << slot.name;
+    EXPECT_EQ(slot.source_output >= 0, slot.role == SlotRole::kGradient) << slot.name;
   }
-  // Forward, loss, gradients and update: the parameters are graph inputs, not constants.
-  for (int id : training.graph.inputs) EXPECT_FALSE(training.graph.values[id].is_constant());
 }
 
 TEST(TrainingGraph, SgdStepMatchesHandGradients) {
@@ -115,7 +135,7 @@ TEST(TrainingGraph, SgdStepMatchesHandGradients) {
   TrainingOptions options;
   options.loss = Loss::kMeanSquaredError;
   const auto [dw, db] = linear_grads(model);
-  const auto after = one_step(build_training_graph(model, {"W", "b"}, options), options, 0.1f);
+  const auto after = one_step(build_training_step(model, {"W", "b"}, options), options, 0.1f);
   const float* w = model.values[model.find_value("W")].constant.data<float>();
   for (int i = 0; i < 6; ++i) EXPECT_NEAR(after.at("W")[i], w[i] - 0.1 * dw[i], 1e-6) << i;
   const float* b = model.values[model.find_value("b")].constant.data<float>();
@@ -129,7 +149,7 @@ TEST(TrainingGraph, MomentumAndWeightDecay) {
   options.momentum = 0.9f;
   options.weight_decay = 0.01f;
   const auto [dw, db] = linear_grads(model);
-  const auto after = one_step(build_training_graph(model, {"W", "b"}, options), options, 0.1f);
+  const auto after = one_step(build_training_step(model, {"W", "b"}, options), options, 0.1f);
   const float* w = model.values[model.find_value("W")].constant.data<float>();
   for (int i = 0; i < 6; ++i) {
     const double g = dw[i] + 0.01 * w[i];  // the first step's velocity is the gradient
@@ -147,7 +167,7 @@ TEST(TrainingGraph, AdamFirstStepMovesByTheLearningRate) {
     options.optimizer = optimizer;
     options.weight_decay = optimizer == Optimizer::kAdamW ? 0.5f : 0.0f;
     const auto [dw, db] = linear_grads(model);
-    const auto after = one_step(build_training_graph(model, {"W", "b"}, options), options, 0.01f);
+    const auto after = one_step(build_training_step(model, {"W", "b"}, options), options, 0.01f);
     const float* w = model.values[model.find_value("W")].constant.data<float>();
     for (int i = 0; i < 6; ++i) {
       const double decayed = w[i] * (1 - 0.01 * options.weight_decay);
@@ -165,10 +185,10 @@ TEST(TrainingGraph, FrozenInitializersStayConstants) {
   TrainingOptions options;
   options.loss = Loss::kMeanSquaredError;
   options.frozen = {"W*"};
-  const TrainingGraph training = build_training_graph(model, {"W", "b"}, options);
-  EXPECT_EQ(training.parameters, std::vector<std::string>{"b"});
+  EXPECT_EQ(build_training_step(model, {"W", "b"}, options).gradients.parameters,
+            std::vector<std::string>{"b"});
   options.frozen = {"*"};
-  EXPECT_THROW(build_training_graph(model, {"W", "b"}, options), InputError);
+  EXPECT_THROW(build_training_step(model, {"W", "b"}, options), InputError);
 }
 
 TEST(TrainingGraph, BatchNormUsesBatchStatisticsAndUpdatesRunningOnes) {
@@ -184,19 +204,13 @@ TEST(TrainingGraph, BatchNormUsesBatchStatisticsAndUpdatesRunningOnes) {
   infer_graph(graph);
   TrainingOptions options;
   options.loss = Loss::kMeanSquaredError;
-  const TrainingGraph training =
-      build_training_graph(graph, {"scale", "bias", "mean", "var"}, options);
-  EXPECT_EQ(training.parameters, (std::vector<std::string>{"scale", "bias"}));
-  Trainer trainer(training, TrainingGraph{}, options.loss, options);
-  cpu::CpuDevice device;
-  GraphExecutor executor(training.graph, device);
+  const TrainingStep step = build_training_step(graph, {"scale", "bias", "mean", "var"}, options);
+  EXPECT_EQ(step.gradients.parameters, (std::vector<std::string>{"scale", "bias"}));
   const Tensor batch = floats({4, 2}, {1, 10, 2, 20, 3, 30, 6, 40});
-  const Tensor target = Tensor::zeros(DType::kFloat32, {4, 2});
-  trainer.step([&](std::span<const Tensor> in) { return executor.run(in); },
-               std::vector<Tensor>{batch}, target, 0.0f);
+  const auto after = run_steps(step, options, 0.0f, batch, Tensor::zeros(DType::kFloat32, {4, 2}));
   // Channel 0: mean 3, unbiased variance 14/3; channel 1: mean 25, unbiased variance 500/3.
-  const std::vector<double> running_mean = trainer.values().at("mean").to_doubles();
-  const std::vector<double> running_var = trainer.values().at("var").to_doubles();
+  const std::vector<double>& running_mean = after.at("mean");
+  const std::vector<double>& running_var = after.at("var");
   EXPECT_NEAR(running_mean[0], 0.9 * 0.5 + 0.1 * 3, 1e-5);
   EXPECT_NEAR(running_mean[1], 0.9 * -0.5 + 0.1 * 25, 1e-5);
   EXPECT_NEAR(running_var[0], 0.9 * 2 + 0.1 * 14.0 / 3, 1e-4);
@@ -206,7 +220,7 @@ TEST(TrainingGraph, BatchNormUsesBatchStatisticsAndUpdatesRunningOnes) {
 TEST(TrainingGraph, CrossEntropyNeedsLogitsOfBatchByClasses) {
   Graph graph = linear_model();
   TrainingOptions options;  // cross-entropy on [4, 2] logits: fine
-  EXPECT_NO_THROW(build_training_graph(graph, {"W", "b"}, options));
+  EXPECT_NO_THROW(build_training_step(graph, {"W", "b"}, options));
   const int flat = add_node(graph, "Flatten", {graph.outputs[0]}, {{"axis", int64_t{0}}});
   const int wide = add_node(
       graph, "Unsqueeze",
@@ -214,7 +228,7 @@ TEST(TrainingGraph, CrossEntropyNeedsLogitsOfBatchByClasses) {
   graph.outputs = {wide};
   infer_graph(graph);
   try {
-    build_training_graph(graph, {"W", "b"}, options);
+    build_training_step(graph, {"W", "b"}, options);
     FAIL() << "rank-3 logits";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("cross-entropy needs logits [batch, classes]"),
