@@ -4,6 +4,7 @@
 
 #include "backends/pjrt/lower.h"
 #include "pjrt_op_util.h"
+#include "runtime/executor.h"
 #include "util/random_tensor.h"
 
 namespace tandem::pjrt::testing {
@@ -205,6 +206,78 @@ TEST(LowerLinalg, ConvFusedResidualBeforeActivation) {
                {f32({2, 4, 6, 6}, 1), f32({4, 4, 1, 1}, 2), Tensor(), f32({2, 4, 6, 6}, 4)});
 }
 
+// ---- ConvTranspose ----
+
+TEST(LowerLinalg, ConvTranspose2dPlainAndWithBias) {
+  expect_close("ConvTranspose", {f32({1, 3, 5, 5}, 1), f32({3, 4, 3, 3}, 2)});
+  expect_close("ConvTranspose", {f32({2, 3, 4, 6}, 1), f32({3, 2, 2, 3}, 2), f32({2}, 3)});
+}
+
+TEST(LowerLinalg, ConvTranspose1dStridesPadsOutputPadding) {
+  expect_close("ConvTranspose", {f32({2, 3, 7}, 1), f32({3, 5, 3}, 2), f32({5}, 3)},
+               {{"strides", Ints{2}}, {"pads", Ints{1, 2}}, {"output_padding", Ints{1}}});
+  expect_close("ConvTranspose", {f32({1, 2, 5}, 1), f32({2, 3, 4}, 2)},
+               {{"strides", Ints{3}}, {"dilations", Ints{2}}, {"output_padding", Ints{2}}});
+}
+
+TEST(LowerLinalg, ConvTranspose2dStridesDilationsUnevenPads) {
+  expect_close("ConvTranspose", {f32({2, 3, 5, 4}, 1), f32({3, 4, 3, 2}, 2), f32({4}, 3)},
+               {{"strides", Ints{2, 3}},
+                {"pads", Ints{1, 0, 2, 1}},
+                {"dilations", Ints{2, 1}},
+                {"output_padding", Ints{1, 2}}});
+}
+
+TEST(LowerLinalg, ConvTransposeGroups) {
+  // Two groups of 2 inputs making 3 outputs each; depthwise (one output per channel, the
+  // AveragePool gradient's form); constant weights, permuted on the host.
+  expect_close("ConvTranspose", {f32({2, 4, 5, 5}, 1), f32({4, 3, 3, 3}, 2), f32({6}, 3)},
+               {{"group", int64_t{2}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}});
+  expect_close("ConvTranspose", {f32({1, 6, 4, 3}, 1), f32({6, 1, 2, 2}, 2)},
+               {{"group", int64_t{6}}, {"strides", Ints{2, 2}}, {"output_padding", Ints{1, 0}}});
+  expect_matches_cpu({"ConvTranspose",
+                      {f32({1, 6, 4, 4}, 1), f32({6, 2, 3, 3}, 2), f32({6}, 3)},
+                      {{"group", int64_t{3}}, {"strides", Ints{2, 1}}, {"pads", Ints{0, 1, 1, 0}}},
+                      {false, true, true},
+                      1,
+                      1e-4,
+                      1e-4});
+}
+
+TEST(LowerLinalg, ConvTransposeAsConvInputGradient) {
+  // Conv 3x3 stride 2 pad 1 of 9x8 gives 5x4; its input gradient is the ConvTranspose of the
+  // output gradient, with the output_padding that makes it 9x8 again.
+  const Attributes attributes = {{"strides", Ints{2, 2}},
+                                 {"pads", Ints{1, 1, 1, 1}},
+                                 {"output_padding", Ints{0, 1}},
+                                 {"kernel_shape", Ints{3, 3}}};
+  const Graph graph =
+      one_node_graph({"ConvTranspose", {f32({2, 8, 5, 4}, 1), f32({8, 3, 3, 3}, 2)}, attributes});
+  EXPECT_EQ(graph.values[static_cast<size_t>(graph.outputs[0])].type.shape, (Shape{2, 3, 9, 8}));
+  expect_close("ConvTranspose", {f32({2, 8, 5, 4}, 1), f32({8, 3, 3, 3}, 2)}, attributes);
+}
+
+TEST(LowerLinalg, ConvTransposePadsBeyondTheKernel) {
+  // pads_begin 3 > extent - 1 = 1: the padding before would be negative, the result is cropped.
+  expect_close("ConvTranspose", {f32({1, 2, 6, 6}, 1), f32({2, 3, 2, 2}, 2)},
+               {{"strides", Ints{2, 2}}, {"pads", Ints{3, 0, 1, 4}}});
+}
+
+TEST(LowerLinalg, ConvTransposeAutoPadAndOutputShape) {
+  for (const char* auto_pad : {"SAME_UPPER", "SAME_LOWER"}) {
+    SCOPED_TRACE(auto_pad);
+    expect_close("ConvTranspose", {f32({1, 3, 4, 5}, 1), f32({3, 2, 4, 3}, 2), f32({2}, 3)},
+                 {{"auto_pad", std::string(auto_pad)}, {"strides", Ints{2, 2}}});
+  }
+  expect_close("ConvTranspose", {f32({1, 8, 5, 5}, 1), f32({8, 4, 3, 3}, 2)},
+               {{"output_shape", Ints{1, 4, 10, 10}}, {"strides", Ints{2, 2}}});
+}
+
+TEST(LowerLinalg, ConvTransposeFusedActivation) {
+  expect_close("ConvTranspose", {f32({1, 4, 3, 3}, 1), f32({4, 2, 3, 3}, 2), f32({2}, 3)},
+               {{"strides", Ints{2, 2}}, {"activation", std::string("Relu")}});
+}
+
 // ---- BatchNormalization ----
 
 TEST(LowerLinalg, BatchNormalizationInference) {
@@ -298,10 +371,121 @@ TEST(LowerLinalg, MaxPoolBytesExactly) {
   expect_matches_cpu({"MaxPool", {random(DType::kUInt8, {1, 2, 7, 7}, 1)}, padded});
 }
 
-TEST(LowerLinalg, MaxPoolIndicesAreRefused) {
+// ---- MaxPool's Indices ----
+
+// MaxPool with both outputs, the same bytes as the CPU backend's loop gives.
+void expect_indices_identical(Tensor x, Attributes attributes) {
+  expect_identical_to_cpu({"MaxPool", {std::move(x)}, std::move(attributes), {}, 2});
+}
+
+// Float values from a few levels, so that most windows hold ties.
+Tensor few_levels(Shape shape, uint64_t seed) {
+  Tensor t = random(DType::kInt64, shape, seed);
+  std::vector<float> values;
+  for (int64_t v : t.to_int64s()) values.push_back(static_cast<float>(v) - 1.5f);
+  return Tensor::from_vector(DType::kFloat32, std::move(shape), values);
+}
+
+TEST(LowerLinalg, MaxPoolIndicesHandComputed) {
+  // As tests/ops checks the CPU backend: row-major flat indices, column-major with
+  // storage_order 1.
+  const Tensor x = Tensor::from_vector(DType::kFloat32, {1, 1, 3, 3},
+                                       std::vector<float>{1, 9, 2, 4, 3, 8, 7, 5, 6});
+  for (int64_t order : {0, 1}) {
+    SCOPED_TRACE(order);
+    const Graph graph = one_node_graph(
+        {"MaxPool", {x}, {{"kernel_shape", Ints{2, 2}}, {"storage_order", order}}, {}, 2});
+    ASSERT_EQ(lowering_refusal(graph.nodes[0], graph), "");
+    const std::vector<Tensor> inputs = {x};
+    std::vector<Tensor> outputs = GraphExecutor(graph, cpu_plugin_device()).run(inputs);
+    EXPECT_EQ(outputs[0].to_host().to_doubles(), (std::vector<double>{9, 9, 7, 8}));
+    EXPECT_EQ(outputs[1].to_host().to_int64s(),
+              order == 0 ? (std::vector<int64_t>{1, 1, 6, 5}) : (std::vector<int64_t>{3, 3, 2, 7}));
+  }
+}
+
+TEST(LowerLinalg, MaxPoolIndicesStridesPadsBatchesAndChannels) {
+  // Flat indices into the whole input: planes after the first count from their own offset.
+  expect_indices_identical(
+      f32({2, 3, 9, 9}, 1),
+      {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}});
+  expect_indices_identical(f32({2, 4, 8, 6}, 2),
+                           {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}});
+  expect_indices_identical(
+      f32({1, 2, 11, 10}, 3),
+      {{"kernel_shape", Ints{3, 2}}, {"strides", Ints{2, 3}}, {"pads", Ints{0, 1, 2, 0}}});
+}
+
+TEST(LowerLinalg, MaxPoolIndicesTiesGoToTheFirstElement) {
+  // Overlapping windows (stride 1) over values of four levels: most windows tie.
+  expect_indices_identical(few_levels({2, 3, 7, 7}, 1),
+                           {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}});
+  expect_indices_identical(Tensor::zeros(DType::kFloat32, {1, 2, 5, 5}),
+                           {{"kernel_shape", Ints{2, 3}}, {"strides", Ints{1, 2}}});
+  // Bytes of four values, where ties are everywhere.
+  expect_indices_identical(random(DType::kInt8, {2, 2, 6, 6}, 4),
+                           {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}});
+}
+
+TEST(LowerLinalg, MaxPoolIndicesCeilModeDilationsAutoPad) {
+  expect_indices_identical(few_levels({1, 2, 10, 9}, 2), {{"kernel_shape", Ints{3, 3}},
+                                                          {"strides", Ints{2, 2}},
+                                                          {"pads", Ints{1, 1, 1, 1}},
+                                                          {"ceil_mode", int64_t{1}}});
+  expect_indices_identical(
+      f32({1, 2, 11, 11}, 1),
+      {{"kernel_shape", Ints{2, 3}}, {"dilations", Ints{2, 2}}, {"pads", Ints{1, 0, 0, 2}}});
+  for (const char* auto_pad : {"SAME_UPPER", "SAME_LOWER", "VALID"}) {
+    SCOPED_TRACE(auto_pad);
+    expect_indices_identical(f32({1, 3, 9, 8}, 1), {{"kernel_shape", Ints{4, 3}},
+                                                    {"strides", Ints{2, 2}},
+                                                    {"auto_pad", std::string(auto_pad)}});
+  }
+}
+
+TEST(LowerLinalg, MaxPoolIndices1dAnd3d) {
+  expect_indices_identical(few_levels({2, 3, 17}, 3),
+                           {{"kernel_shape", Ints{3}}, {"strides", Ints{2}}, {"pads", Ints{1, 1}}});
+  expect_indices_identical(f32({2, 2, 5, 6, 7}, 1), {{"kernel_shape", Ints{2, 2, 3}},
+                                                     {"strides", Ints{1, 2, 2}},
+                                                     {"pads", Ints{0, 1, 1, 1, 0, 1}}});
+}
+
+TEST(LowerLinalg, MaxPoolIndicesColumnMajor) {
+  const Attributes column_major = {{"kernel_shape", Ints{2, 3}},
+                                   {"strides", Ints{2, 1}},
+                                   {"pads", Ints{1, 0, 0, 1}},
+                                   {"storage_order", int64_t{1}}};
+  expect_indices_identical(few_levels({2, 3, 7, 6}, 5), column_major);
+  expect_indices_identical(
+      f32({1, 2, 4, 5, 3}, 6),
+      {{"kernel_shape", Ints{2, 2, 2}}, {"strides", Ints{1, 2, 1}}, {"storage_order", int64_t{1}}});
+}
+
+TEST(LowerLinalg, MaxPoolIndicesWhereNothingIsTaken) {
+  // The CPU's search starts at the lowest finite value and takes only larger ones: NaN, -inf
+  // and that lowest value are never taken; a window of nothing else gives the lowest value and
+  // its plane's first index.
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float lowest = std::numeric_limits<float>::lowest();
+  Tensor x = few_levels({2, 2, 6, 6}, 7);
+  float* v = x.data<float>();
+  for (int64_t i = 0; i < x.numel(); i += 3) v[i] = i % 2 ? nan : -inf;
+  for (int64_t i = 1; i < x.numel(); i += 7) v[i] = lowest;
+  for (int64_t i : {0, 1, 6, 7, 36 + 14, 36 + 15, 36 + 20, 36 + 21}) v[i] = -inf;
+  expect_indices_identical(x, {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}});
+  // Bytes: -128 is int8's lowest, 0 uint8's, so those are never taken.
+  expect_indices_identical(
+      int8_ramp({1, 2, 7, 7}),
+      {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}});
+  expect_indices_identical(random(DType::kUInt8, {1, 3, 6, 6}, 9),
+                           {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{1, 1}}});
+}
+
+TEST(LowerLinalg, MaxPoolIndicesAreAccepted) {
   EXPECT_EQ(refusal({"MaxPool", {f32({1, 2, 6, 6}, 1)}, {{"kernel_shape", Ints{2, 2}}}, {}, 2}),
-            "MaxPool's Indices output");
-  EXPECT_EQ(refusal({"MaxPool", {f32({1, 2, 6, 6}, 1)}, {{"kernel_shape", Ints{2, 2}}}}), "");
+            "");
 }
 
 // ---- AveragePool ----

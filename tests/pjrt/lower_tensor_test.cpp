@@ -2,6 +2,7 @@
 // the xla-cpu-pjrt plugin.
 #include <cstring>
 #include <limits>
+#include <random>
 
 #include "backends/cpu/cpu_device.h"
 #include "pjrt_op_util.h"
@@ -192,6 +193,173 @@ TEST(LowerTensor, GatherScalarIndexOnLastAxis) {
 TEST(LowerTensor, GatherConstantIndicesFromBool) {
   expect_identical_to_cpu(
       {"Gather", {random(DType::kBool, {5, 2}, 1), ints({3}, {4, -4, 2})}, {}, {false, true}});
+}
+
+// ---- GatherElements, ScatterElements, ScatterND ----
+
+// Indices in [-dim, dim), negatives included, repeats likely.
+Tensor indices_in(Shape shape, int64_t dim, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> values(static_cast<size_t>(numel(shape)));
+  for (int64_t& v : values) v = static_cast<int64_t>(rng() % static_cast<uint64_t>(2 * dim)) - dim;
+  return ints(std::move(shape), values);
+}
+
+Tensor floats(Shape shape, uint64_t seed) {
+  return random(DType::kFloat32, std::move(shape), seed);
+}
+
+using Attributes = std::map<std::string, Attribute, std::less<>>;
+
+Attributes scatter_attributes(int64_t axis, const char* reduction) {
+  return {{"axis", axis}, {"reduction", std::string(reduction)}};
+}
+
+TEST(LowerTensor, GatherElementsRank1WithRepeatsAndNegatives) {
+  expect_identical_to_cpu(
+      {"GatherElements", {counting({7}), ints({9}, {0, 6, -1, -7, 3, 3, 3, -4, 2})}});
+}
+
+TEST(LowerTensor, GatherElementsEveryAxisOfAMatrix) {
+  // More indices than the data has along the axis, and fewer than it has along the other.
+  for (int64_t axis : {0, -2}) {
+    SCOPED_TRACE(axis);
+    expect_identical_to_cpu(
+        {"GatherElements", {counting({4, 5}), indices_in({6, 5}, 4, 1)}, {{"axis", axis}}});
+    expect_identical_to_cpu(
+        {"GatherElements", {counting({4, 5}), indices_in({2, 3}, 4, 2)}, {{"axis", axis}}});
+  }
+  for (int64_t axis : {1, -1}) {
+    SCOPED_TRACE(axis);
+    expect_identical_to_cpu(
+        {"GatherElements", {counting({4, 5}), indices_in({4, 7}, 5, 3)}, {{"axis", axis}}});
+    expect_identical_to_cpu(
+        {"GatherElements", {counting({4, 5}), indices_in({3, 2}, 5, 4)}, {{"axis", axis}}});
+  }
+}
+
+TEST(LowerTensor, GatherElementsRank3Int32IndicesAndBools) {
+  std::vector<int32_t> values;
+  for (int64_t v : indices_in({2, 4, 3}, 5, 3).to_int64s())
+    values.push_back(static_cast<int32_t>(v));
+  expect_identical_to_cpu({"GatherElements",
+                           {floats({2, 5, 3}, 1), int32s({2, 4, 3}, values)},
+                           {{"axis", int64_t{1}}}});
+  expect_identical_to_cpu({"GatherElements",
+                           {random(DType::kBool, {3, 2, 4}, 2), indices_in({3, 2, 6}, 4, 4)},
+                           {{"axis", int64_t{2}}}});
+}
+
+TEST(LowerTensor, ScatterElementsWithoutReductionLaterUpdatesWin) {
+  // Index 2 is written three times (the last update, 5, must win), -1 is 5.
+  expect_identical_to_cpu(
+      {"ScatterElements", {counting({6}), ints({6}, {2, -1, 2, 0, 5, 2}), counting({6})}});
+  expect_identical_to_cpu(
+      {"ScatterElements", {floats({4, 5}, 1), indices_in({6, 3}, 4, 2), floats({6, 3}, 3)}});
+  expect_identical_to_cpu({"ScatterElements",
+                           {floats({4, 5}, 1), indices_in({3, 7}, 5, 4), floats({3, 7}, 5)},
+                           {{"axis", int64_t{1}}}});
+  expect_identical_to_cpu({"ScatterElements",
+                           {random(DType::kBool, {2, 3, 4}, 1), indices_in({2, 3, 5}, 4, 3),
+                            random(DType::kBool, {2, 3, 5}, 2)},
+                           {{"axis", int64_t{-1}}}});
+}
+
+TEST(LowerTensor, ScatterElementsAddRank1AsMaxPoolsGradient) {
+  // The flat form the MaxPool gradient uses: zeros, indices into them with many repeats.
+  expect_matches_cpu(
+      {"ScatterElements",
+       {Tensor::zeros(DType::kFloat32, {20}), indices_in({64}, 20, 5), floats({64}, 6)},
+       scatter_attributes(0, "add")});
+  expect_identical_to_cpu({"ScatterElements",
+                           {counting({20}), indices_in({64}, 20, 7), counting({64})},
+                           scatter_attributes(0, "add")});
+}
+
+TEST(LowerTensor, ScatterElementsAddEveryAxis) {
+  for (int64_t axis : {0, 1, 2}) {
+    SCOPED_TRACE(axis);
+    const int64_t dim = Shape{3, 4, 5}[static_cast<size_t>(axis)];
+    expect_matches_cpu(
+        {"ScatterElements",
+         {floats({3, 4, 5}, 1), indices_in({3, 4, 5}, dim, 8 + axis), floats({3, 4, 5}, 2)},
+         scatter_attributes(axis, "add")});
+    expect_identical_to_cpu(
+        {"ScatterElements",
+         {counting({3, 4, 5}), indices_in({2, 3, 4}, dim, 11 + axis), counting({2, 3, 4})},
+         scatter_attributes(axis - 3, "add")});
+  }
+}
+
+TEST(LowerTensor, ScatterElementsOtherReductions) {
+  for (const char* reduction : {"mul", "max", "min"}) {
+    SCOPED_TRACE(reduction);
+    expect_identical_to_cpu({"ScatterElements",
+                             {random(DType::kInt32, {4, 5}, 1), indices_in({4, 8}, 5, 2),
+                              random(DType::kInt32, {4, 8}, 3)},
+                             scatter_attributes(1, reduction)});
+    expect_matches_cpu({"ScatterElements",
+                        {floats({6, 3}, 1), indices_in({9, 3}, 6, 4), floats({9, 3}, 5)},
+                        scatter_attributes(0, reduction)});
+  }
+  // Bools: add is or, mul and.
+  for (const char* reduction : {"add", "mul"}) {
+    SCOPED_TRACE(reduction);
+    expect_identical_to_cpu(
+        {"ScatterElements",
+         {random(DType::kBool, {8}, 1), indices_in({12}, 8, 2), random(DType::kBool, {12}, 3)},
+         scatter_attributes(0, reduction)});
+  }
+}
+
+TEST(LowerTensor, ScatterElementsRefusesIndicesWiderThanTheData) {
+  EXPECT_EQ(refusal({"ScatterElements",
+                     {floats({4, 3}, 1), indices_in({2, 5}, 4, 2), floats({2, 5}, 3)}}),
+            "ScatterElements indices larger than the data on axis 1");
+}
+
+TEST(LowerTensor, ScatterNDAddRowsAsGathersGradient) {
+  // Gather's gradient: rows of zeros [V, D], one index tuple per gathered row, many repeated.
+  expect_matches_cpu({"ScatterND",
+                      {Tensor::zeros(DType::kFloat32, {10, 4}), indices_in({2, 8, 1}, 10, 1),
+                       floats({2, 8, 4}, 2)},
+                      {{"reduction", std::string("add")}}});
+  expect_identical_to_cpu({"ScatterND",
+                           {counting({10, 4}), indices_in({12, 1}, 10, 3), counting({12, 4})},
+                           {{"reduction", std::string("add")}}});
+}
+
+TEST(LowerTensor, ScatterNDDeeperTuples) {
+  // Tuples of 2 into [4, 5, 3] update rows of 3; tuples of 3 single elements.
+  std::vector<int64_t> pairs = indices_in({2, 3, 2}, 4, 4).to_int64s();
+  for (size_t i = 1; i < pairs.size(); i += 2) pairs[i] = (pairs[i] + 5) % 5 - (i % 4 == 1 ? 5 : 0);
+  expect_matches_cpu({"ScatterND",
+                      {floats({4, 5, 3}, 1), ints({2, 3, 2}, pairs), floats({2, 3, 3}, 2)},
+                      {{"reduction", std::string("add")}}});
+  expect_identical_to_cpu(
+      {"ScatterND",
+       {counting({2, 3, 2}), ints({4, 3}, {1, 2, 0, -1, -1, -1, 0, 0, 1, 1, 2, 0}), counting({4})},
+       {{"reduction", std::string("add")}}});
+}
+
+TEST(LowerTensor, ScatterNDWithoutReductionLaterUpdatesWin) {
+  // Row 3 (also -7) is written three times; the last write wins.
+  expect_identical_to_cpu(
+      {"ScatterND", {counting({10, 2}), ints({5, 1}, {3, 0, -7, 9, 3}), counting({5, 2})}});
+  expect_identical_to_cpu(
+      {"ScatterND",
+       {random(DType::kFloat32, {3, 4}, 1), ints({6, 2}, {0, 1, 2, 3, 0, 1, -1, -1, 1, 0, 0, -3}),
+        random(DType::kFloat32, {6}, 2)}});
+}
+
+TEST(LowerTensor, ScatterNDOtherReductions) {
+  for (const char* reduction : {"mul", "max", "min"}) {
+    SCOPED_TRACE(reduction);
+    expect_identical_to_cpu({"ScatterND",
+                             {random(DType::kInt64, {5, 3}, 1), indices_in({7, 1}, 5, 2),
+                              random(DType::kInt64, {7, 3}, 3)},
+                             {{"reduction", std::string(reduction)}}});
+  }
 }
 
 TEST(LowerTensor, ExpandBroadcastsBothWays) {

@@ -282,6 +282,89 @@ void lower_conv(LowerContext& context, const Node& node) {
   context.set_output(node, 0, apply_fused_activation(b, node, y));
 }
 
+// ConvTranspose as the convolution whose gradient it is: the input dilated by the strides
+// (lhs_dilation) and padded by extent - 1 - pads_begin before and what makes the output size after
+// (output_padding, output_shape and auto_pad are in the geometry's output), convolved with stride
+// 1 by the kernel reversed spatially, its input and output channels exchanged within each group.
+// Channels-last, as Conv. Padding that would be negative (pads beyond the kernel's extent) is
+// cropped from the result instead.
+void lower_conv_transpose(LowerContext& context, const Node& node) {
+  HloBuilder& b = context.builder();
+  const HloValue x = context.input(node, 0);
+  const TensorType& out = context.output_type(node, 0);
+  const Shape& w_shape = context.input_type(node, 1).shape;
+  const std::vector<int64_t> kernel(w_shape.begin() + 2, w_shape.end());
+  const WindowGeometry g = resolve_transposed_window(
+      node, std::vector<int64_t>(x.shape.begin() + 2, x.shape.end()), kernel);
+  const int64_t spatial_rank = static_cast<int64_t>(kernel.size());
+  const int64_t group = node.attr_int("group", 1);
+  const int64_t in_per_group = w_shape[0] / group, out_per_group = w_shape[1];
+
+  std::string spatial;
+  std::vector<int64_t> to_channels_last{0}, to_channels_first{0, spatial_rank + 1};
+  std::vector<int64_t> kernel_to_hwio, spatial_axes;  // W [Ci, Co/G, k...] -> [k..., Ci, Co/G]
+  for (int64_t i = 0; i < spatial_rank; ++i) {
+    spatial += std::to_string(i) + ", ";
+    to_channels_last.push_back(i + 2);
+    to_channels_first.push_back(i + 1);
+    kernel_to_hwio.push_back(i + 2);
+    spatial_axes.push_back(i);
+  }
+  to_channels_last.push_back(1);
+  kernel_to_hwio.insert(kernel_to_hwio.end(), {0, 1});
+  HloValue w = context.input_permuted(node, 1, kernel_to_hwio);
+  if (group > 1) {
+    // [k..., G, Ci/G, Co/G] -> [k..., Ci/G, G, Co/G]: group g's outputs are its Co/G features.
+    Shape grouped(kernel.begin(), kernel.end());
+    grouped.insert(grouped.end(), {group, in_per_group, out_per_group});
+    std::vector<int64_t> swap = spatial_axes;
+    swap.insert(swap.end(), {spatial_rank + 1, spatial_rank, spatial_rank + 2});
+    Shape hwio(kernel.begin(), kernel.end());
+    hwio.insert(hwio.end(), {in_per_group, group * out_per_group});
+    w = b.reshape(b.transpose(b.reshape(w, grouped), swap), hwio);
+  }
+  w = b.op("reverse", {w}, w.dtype, w.shape, "dimensions = " + i64_array(spatial_axes));
+
+  std::vector<std::pair<int64_t, int64_t>> pads;
+  std::vector<int64_t> crop_begin{0}, crop_end{out.shape[0]}, crop_strides(x.shape.size(), 1);
+  Shape conv_shape{out.shape[0]};
+  bool cropped = false;
+  for (size_t i = 0; i < kernel.size(); ++i) {
+    const int64_t dilated = (x.shape[i + 2] - 1) * g.strides[i] + 1;
+    const int64_t low = g.extent(i) - 1 - g.pads_begin[i];
+    const int64_t high = g.output[i] + g.extent(i) - 1 - dilated - low;
+    pads.emplace_back(std::max<int64_t>(low, 0), std::max<int64_t>(high, 0));
+    const int64_t size = dilated + pads.back().first + pads.back().second - g.extent(i) + 1;
+    conv_shape.push_back(size);
+    crop_begin.push_back(std::max<int64_t>(-low, 0));
+    crop_end.push_back(crop_begin.back() + g.output[i]);
+    cropped |= size != g.output[i];
+  }
+  conv_shape.push_back(out.shape[1]);
+  crop_begin.push_back(0);
+  crop_end.push_back(out.shape[1]);
+  const std::vector<int64_t> ones(kernel.size(), 1);
+  HloValue y_last =
+      b.op("convolution", {b.transpose(x, to_channels_last), w}, out.dtype, conv_shape,
+           "dimension_numbers = #stablehlo.conv<[b, " + spatial + "f]x[" + spatial + "i, o]->[b, " +
+               spatial + "f]>, window_strides = " + i64_array(ones) + ", " +
+               padding_attribute(pads) + ", lhs_dilation = " + i64_array(g.strides) +
+               ", rhs_dilation = " + i64_array(g.dilations) + ", feature_group_count = " +
+               std::to_string(group) + " : i64, batch_group_count = 1 : i64");
+  if (cropped) {
+    Shape shape;
+    for (size_t d = 0; d < crop_begin.size(); ++d) shape.push_back(crop_end[d] - crop_begin[d]);
+    y_last = b.op("slice", {y_last}, y_last.dtype, shape,
+                  "start_indices = " + i64_array(crop_begin) + ", limit_indices = " +
+                      i64_array(crop_end) + ", strides = " + i64_array(crop_strides));
+  }
+  HloValue y = b.transpose(y_last, to_channels_first);
+  if (context.has_input(node, 2)) {
+    y = b.binary("add", y, per_channel(b, context.input(node, 2), out.shape));
+  }
+  context.set_output(node, 0, apply_fused_activation(b, node, y));
+}
+
 // Inference: y = x * a + (bias - mean * a), a = scale / sqrt(var + epsilon), per channel.
 void lower_batch_norm(LowerContext& context, const Node& node) {
   if (node.attr_int("training_mode", 0) != 0) {
@@ -341,8 +424,97 @@ HloValue reduce_window(HloBuilder& b, const HloValue& x, const Shape& shape,
               b.binary_region(body_op, x.dtype));
 }
 
+// The smallest finite value of `dtype` (float's lowest, not -inf): where the CPU's MaxPool loop
+// starts its search.
+HloValue lowest_splat(HloBuilder& b, DType dtype, const Shape& shape) {
+  double value = 0;
+  switch (dtype) {
+    case DType::kFloat32: value = std::numeric_limits<float>::lowest(); break;
+    case DType::kFloat64: value = std::numeric_limits<double>::lowest(); break;
+    case DType::kFloat16: value = -65504.0; break;
+    case DType::kBFloat16: value = -3.3895313892515355e38; break;  // -(2 - 2^-7) * 2^127
+    case DType::kInt8: value = std::numeric_limits<int8_t>::lowest(); break;
+    case DType::kInt16: value = std::numeric_limits<int16_t>::lowest(); break;
+    case DType::kInt32: value = std::numeric_limits<int32_t>::lowest(); break;
+    case DType::kInt64: value = static_cast<double>(std::numeric_limits<int64_t>::lowest()); break;
+    case DType::kUInt8: value = 0; break;
+    default: throw LoweringRefused("MaxPool's Indices output of " + std::string(dtype_name(dtype)));
+  }
+  return b.splat(dtype, shape, value);
+}
+
+// An int64 `index` times a compile-time `factor`.
+HloValue times(HloBuilder& b, const HloValue& index, int64_t factor) {
+  if (factor == 1) return index;
+  return b.binary("multiply", index,
+                  b.splat(DType::kInt64, index.shape, static_cast<double>(factor)));
+}
+
+// MaxPool with its Indices output, as the CPU backend's loop computes both: each window's first
+// element (in row-major order) greater than every earlier one, starting from the dtype's lowest
+// finite value, so NaN and values at or below that lowest are never taken; a window taking none
+// gives that lowest value and the index of its plane's first element. The search is a variadic
+// reduce_window over (value, flat index into the whole input), padded with (lowest, int64 max),
+// the larger value winning and a tie going to the lower index: a total order on pairs (no NaN is
+// left among the values), so XLA may combine them in any order.
+// With storage_order 1 the index is then rewritten column-major within its plane.
+void lower_max_pool_with_indices(LowerContext& context, const Node& node) {
+  HloBuilder& b = context.builder();
+  const HloValue x = context.input(node, 0);
+  const TensorType& out = context.output_type(node, 0);
+  const HloValue lowest = lowest_splat(b, x.dtype, x.shape);
+  const HloValue never =
+      b.splat(DType::kInt64, x.shape, static_cast<double>(std::numeric_limits<int64_t>::max()));
+  const HloValue flat = b.reshape(
+      b.op("iota", {}, DType::kInt64, {numel(x.shape)}, "iota_dimension = 0 : i64"), x.shape);
+  const HloValue takeable = b.compare("GT", x, lowest);
+  const HloValue operands[] = {
+      b.select(takeable, x, lowest), b.select(takeable, flat, never), lowest_splat(b, x.dtype, {}),
+      b.scalar(DType::kInt64, static_cast<double>(std::numeric_limits<int64_t>::max()))};
+  const TensorType results[] = {{x.dtype, out.shape}, {DType::kInt64, out.shape}};
+  const std::vector<HloValue> best = b.op_results(
+      "reduce_window", operands, results, pool_window(node, x.shape, out.shape).attributes,
+      arg_reduce_region(x.dtype, /*maximum=*/true, /*last=*/false));
+  context.set_output(node, 0, best[0]);
+
+  // The first element of each output's plane, for the windows that took nothing.
+  int64_t plane = 1;
+  for (size_t i = 2; i < x.shape.size(); ++i) plane *= x.shape[i];
+  const auto iota = [&](int64_t axis) {
+    return b.op("iota", {}, DType::kInt64, out.shape,
+                "iota_dimension = " + std::to_string(axis) + " : i64");
+  };
+  const HloValue plane_start =
+      b.binary("add", times(b, iota(0), x.shape[1] * plane), times(b, iota(1), plane));
+  const HloValue none_taken = b.compare(
+      "EQ", best[1],
+      b.splat(DType::kInt64, out.shape, static_cast<double>(std::numeric_limits<int64_t>::max())));
+  HloValue index = b.select(none_taken, plane_start, best[1]);
+  if (node.attr_int("storage_order", 0) == 1 && x.shape.size() > 3) {
+    // Row-major offset within the plane -> coordinates -> column-major offset.
+    HloValue rest = b.binary("subtract", index, plane_start);
+    HloValue column = plane_start;
+    std::vector<HloValue> coordinates(x.shape.size());
+    for (size_t axis = x.shape.size(); axis-- > 2;) {
+      const HloValue size = b.splat(DType::kInt64, out.shape, static_cast<double>(x.shape[axis]));
+      coordinates[axis] = b.binary("remainder", rest, size);
+      rest = b.binary("divide", rest, size);
+    }
+    int64_t stride = 1;
+    for (size_t axis = 2; axis < x.shape.size(); ++axis) {
+      column = b.binary("add", column, times(b, coordinates[axis], stride));
+      stride *= x.shape[axis];
+    }
+    index = column;
+  }
+  context.set_output(node, 1, index);
+}
+
 void lower_max_pool(LowerContext& context, const Node& node) {
-  if (context.has_output(node, 1)) throw LoweringRefused("MaxPool's Indices output");
+  if (context.has_output(node, 1)) {
+    lower_max_pool_with_indices(context, node);
+    return;
+  }
   HloBuilder& b = context.builder();
   const HloValue x = context.input(node, 0);
   const TensorType& out = context.output_type(node, 0);
@@ -421,6 +593,7 @@ void add_linalg_rules(RuleTable& rules) {
   rules["MatMul"] = lower_matmul;
   rules["Gemm"] = lower_gemm;
   rules["Conv"] = lower_conv;
+  rules["ConvTranspose"] = lower_conv_transpose;
   rules["BatchNormalization"] = lower_batch_norm;
   rules["MaxPool"] = lower_max_pool;
   rules["AveragePool"] = lower_average_pool;

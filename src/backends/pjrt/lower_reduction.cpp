@@ -170,6 +170,8 @@ std::string comparison_type(DType dtype) {
   return dtype == DType::kUInt8 || dtype == DType::kBool ? "UNSIGNED" : "SIGNED";
 }
 
+}  // namespace
+
 // The body of an arg-reduction over (value, index) pairs: the better value wins, a tie goes to
 // the lower index (the higher with `last`). It is a total order on pairs, so XLA may combine
 // partial results in any order.
@@ -208,6 +210,8 @@ std::string arg_reduce_region(DType dtype, bool maximum, bool last) {
          "      \"stablehlo.return\"(%value, %index) : (" + value + ", " + index +
          ") -> ()\n    })";
 }
+
+namespace {
 
 // ArgMax/ArgMin: a variadic reduce over the data and its indices along the axis.
 template <bool kMaximum>

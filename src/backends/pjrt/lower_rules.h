@@ -80,6 +80,11 @@ HloValue apply_activation(HloBuilder& b, const HloValue& x, std::string_view act
 // The fused activation a node carries, if any (its `activation` attributes), applied to `x`.
 HloValue apply_fused_activation(HloBuilder& b, const Node& node, const HloValue& x);
 
+// The body of a variadic reduction over (value, int64 index) pairs: the larger value wins with
+// `maximum` (else the smaller), a tie goes to the lower index (the higher with `last`). ArgMax,
+// ArgMin and MaxPool's Indices.
+std::string arg_reduce_region(DType dtype, bool maximum, bool last);
+
 // Numpy broadcasting of input `i` to output 0's shape, converted to `dtype`.
 HloValue broadcast_input(LowerContext& context, const Node& node, size_t i, DType dtype);
 

@@ -156,6 +156,169 @@ void lower_gather(LowerContext& context, const Node& node) {
   context.set_output(node, 0, b.op("gather", {data, indices}, data.dtype, out.shape, attributes));
 }
 
+// "[0, 1, 2]": a list of dims in a gather or scatter dimension-numbers attribute.
+std::string dim_list(std::span<const int64_t> dims) {
+  std::string text = "[";
+  for (size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
+std::vector<int64_t> first_dims(int64_t count) {
+  std::vector<int64_t> dims(static_cast<size_t>(count));
+  std::iota(dims.begin(), dims.end(), 0);
+  return dims;
+}
+
+// Index values as int64, negative ones counted back from `dims` (of the indices' shape).
+HloValue from_end(HloBuilder& b, const HloValue& indices, const HloValue& dims) {
+  const HloValue wide = b.convert(indices, DType::kInt64);
+  return b.select(b.compare("LT", wide, b.splat(DType::kInt64, wide.shape, 0)),
+                  b.binary("add", wide, dims), wide);
+}
+
+// The data coordinates of every element of a GatherElements / ScatterElements index tensor,
+// [indices..., rank]: the element's own position on every axis but `axis`, its value on that one.
+HloValue element_coordinates(LowerContext& context, const Node& node, int64_t axis) {
+  HloBuilder& b = context.builder();
+  const HloValue indices = context.input(node, 1);
+  const int64_t dim = context.input_type(node, 0).shape[static_cast<size_t>(axis)];
+  const HloValue resolved =
+      from_end(b, indices, b.splat(DType::kInt64, indices.shape, static_cast<double>(dim)));
+  const int64_t rank = rank_of(indices);
+  Shape one = indices.shape;
+  one.push_back(1);
+  std::vector<HloValue> parts;
+  for (int64_t d = 0; d < rank; ++d) {
+    parts.push_back(d == axis ? b.reshape(resolved, one)
+                              : b.op("iota", {}, DType::kInt64, one,
+                                     "iota_dimension = " + std::to_string(d) + " : i64"));
+  }
+  return concatenate(b, parts, rank);
+}
+
+void lower_gather_elements(LowerContext& context, const Node& node) {
+  HloBuilder& b = context.builder();
+  const HloValue data = context.input(node, 0);
+  const int64_t rank = rank_of(data);
+  const int64_t axis = normalize_axis(node.attr_int("axis", 0), rank);
+  const HloValue coordinates = element_coordinates(context, node, axis);
+  const std::vector<int64_t> all = first_dims(rank);
+  const std::string attributes =
+      "dimension_numbers = #stablehlo.gather<offset_dims = [], collapsed_slice_dims = " +
+      dim_list(all) + ", start_index_map = " + dim_list(all) +
+      ", index_vector_dim = " + std::to_string(rank) +
+      ">, indices_are_sorted = false, slice_sizes = " +
+      i64_array(std::vector<int64_t>(static_cast<size_t>(rank), 1));
+  context.set_output(node, 0,
+                     b.op("gather", {data, coordinates}, data.dtype,
+                          context.output_type(node, 0).shape, attributes));
+}
+
+struct ScatterDims {
+  std::vector<int64_t> update_window_dims, inserted_window_dims;  // scatter_dims_to_operand_dims
+  int64_t index_vector_dim;                                       // = inserted_window_dims
+};
+
+// The body that combines the value already there with an update: the reduction's op (bools:
+// add and max are or, mul and min are and, as the CPU's casts make them).
+std::string combining_region(HloBuilder& b, const std::string& reduction, DType dtype) {
+  const bool boolean = dtype == DType::kBool;
+  if (reduction == "add") return b.binary_region(boolean ? "or" : "add", dtype);
+  if (reduction == "mul") return b.binary_region(boolean ? "and" : "multiply", dtype);
+  if (reduction == "max") return b.binary_region(boolean ? "or" : "maximum", dtype);
+  if (reduction == "min") return b.binary_region(boolean ? "and" : "minimum", dtype);
+  throw LoweringRefused("reduction " + reduction);
+}
+
+// The body of a scatter without reduction over (value, position) pairs: the update made later
+// (the higher position) wins, as the CPU applies updates in order. Taking the maximum position
+// is order-free, so repeated indices give the CPU's result whatever order XLA applies them in.
+std::string later_update_region(DType dtype) {
+  const std::string value = tensor_type(dtype, {});
+  const std::string position = tensor_type(DType::kInt64, {});
+  const auto select = [](const std::string& name, const std::string& a, const std::string& b,
+                         const std::string& type) {
+    return "      " + name + " = \"stablehlo.select\"(%later, " + a + ", " + b +
+           ") : (tensor<i1>, " + type + ", " + type + ") -> " + type + "\n";
+  };
+  return "({\n    ^bb0(%current: " + value + ", %current_position: " + position +
+         ", %update: " + value + ", %update_position: " + position +
+         "):\n      %later = \"stablehlo.compare\"(%update_position, %current_position) "
+         "{comparison_direction = #stablehlo<comparison_direction GT>, compare_type = "
+         "#stablehlo<comparison_type SIGNED>} : (" +
+         position + ", " + position + ") -> tensor<i1>\n" +
+         select("%value", "%update", "%current", value) +
+         select("%position", "%update_position", "%current_position", position) +
+         "      \"stablehlo.return\"(%value, %position) : (" + value + ", " + position +
+         ") -> ()\n    })";
+}
+
+// stablehlo.scatter of `updates` into `data` at `indices` (int64, in range), combined as the
+// node's reduction says.
+HloValue scatter(HloBuilder& b, const Node& node, const HloValue& data, const HloValue& indices,
+                 const HloValue& updates, const ScatterDims& dims) {
+  const std::string attributes =
+      "scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = " +
+      dim_list(dims.update_window_dims) +
+      ", inserted_window_dims = " + dim_list(dims.inserted_window_dims) +
+      ", scatter_dims_to_operand_dims = " + dim_list(dims.inserted_window_dims) +
+      ", index_vector_dim = " + std::to_string(dims.index_vector_dim) +
+      ">, indices_are_sorted = false, unique_indices = false";
+  const std::string reduction = node.attr_string("reduction", "none");
+  if (reduction != "none") {
+    const HloValue operands[] = {data, indices, updates};
+    return b.op("scatter", operands, data.dtype, data.shape, attributes,
+                combining_region(b, reduction, data.dtype));
+  }
+  // Each update's position in the CPU's order: row-major over the updates (the index tuples
+  // lead), after the data's own elements (-1).
+  const HloValue positions =
+      b.reshape(b.op("iota", {}, DType::kInt64, {numel(updates.shape)}, "iota_dimension = 0 : i64"),
+                updates.shape);
+  const HloValue operands[] = {data, b.splat(DType::kInt64, data.shape, -1), indices, updates,
+                               positions};
+  const TensorType results[] = {{data.dtype, data.shape}, {DType::kInt64, data.shape}};
+  return b.op_results("scatter", operands, results, attributes, later_update_region(data.dtype))[0];
+}
+
+void lower_scatter_elements(LowerContext& context, const Node& node) {
+  HloBuilder& b = context.builder();
+  const HloValue data = context.input(node, 0);
+  const int64_t rank = rank_of(data);
+  const int64_t axis = normalize_axis(node.attr_int("axis", 0), rank);
+  const Shape& indices = context.input_type(node, 1).shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d != axis && indices[static_cast<size_t>(d)] > data.shape[static_cast<size_t>(d)]) {
+      throw LoweringRefused("ScatterElements indices larger than the data on axis " +
+                            std::to_string(d));
+    }
+  }
+  const HloValue coordinates = element_coordinates(context, node, axis);
+  context.set_output(
+      node, 0,
+      scatter(b, node, data, coordinates, context.input(node, 2), {{}, first_dims(rank), rank}));
+}
+
+// ScatterND: index tuples of depth k into the first k dims of the data, each updating a slice
+// of the remaining dims.
+void lower_scatter_nd(LowerContext& context, const Node& node) {
+  HloBuilder& b = context.builder();
+  const HloValue data = context.input(node, 0);
+  const HloValue indices = context.input(node, 1);
+  const int64_t depth = indices.shape.back();
+  const int64_t tuple_axis = rank_of(indices) - 1;
+  const Tensor dims = Tensor::from_vector(
+      DType::kInt64, {depth}, std::vector<int64_t>(data.shape.begin(), data.shape.begin() + depth));
+  const int64_t last[] = {tuple_axis};
+  const HloValue resolved =
+      from_end(b, indices, b.broadcast_in_dim(b.constant(dims), indices.shape, last));
+  std::vector<int64_t> window;
+  for (int64_t d = 0; d < rank_of(data) - depth; ++d) window.push_back(tuple_axis + d);
+  context.set_output(node, 0,
+                     scatter(b, node, data, resolved, context.input(node, 2),
+                             {window, first_dims(depth), tuple_axis}));
+}
+
 // Expand broadcasts both ways (the shape may be smaller than the input): the inferred output
 // shape is the numpy broadcast of the two.
 void lower_expand(LowerContext& context, const Node& node) {
@@ -302,6 +465,9 @@ void add_tensor_rules(RuleTable& rules) {
   rules["Split"] = lower_split;
   rules["Slice"] = lower_slice;
   rules["Gather"] = lower_gather;
+  rules["GatherElements"] = lower_gather_elements;
+  rules["ScatterElements"] = lower_scatter_elements;
+  rules["ScatterND"] = lower_scatter_nd;
   rules["Expand"] = lower_expand;
   rules["Tile"] = lower_tile;
   rules["Pad"] = lower_pad;
