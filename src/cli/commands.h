@@ -126,6 +126,7 @@ struct TrainOptions {
   uint64_t seed = 0;
   bool shuffle = true;
   std::vector<std::string> frozen;  // initializer name globs
+  bool recompute = false;           // gradient checkpointing
   std::string save;                 // the trained model, as ONNX
   std::string checkpoint;           // DIR: the model and the optimiser state every N steps
   int64_t checkpoint_every = 0;

@@ -378,6 +378,9 @@ int main(int argc, char** argv) {
   train_verb->add_flag("!--no-shuffle", train.shuffle, "take the samples in file order");
   train_verb->add_option("--freeze", train.frozen,
                          "an initializer not to train, by name with * and ? (repeatable)");
+  train_verb->add_flag("--recompute", train.recompute,
+                       "gradient checkpointing: keep about every sqrt(N)-th activation and "
+                       "recompute the others in the backward pass (less memory, more compute)");
   train_verb->add_option("--save", train.save, "write the trained model here (ONNX)");
   CLI::Option* checkpoint =
       train_verb->add_option("--checkpoint", train.checkpoint,

@@ -42,6 +42,7 @@ train::TrainingOptions training_options(const TrainOptions& options) {
   result.epsilon = static_cast<float>(options.epsilon);
   result.output = options.output;
   result.frozen = options.frozen;
+  result.recompute = options.recompute;
   if (options.momentum != 0 && result.optimizer != train::Optimizer::kSgd)
     throw InputError("--momentum", "applies to --optimizer sgd only");
   return result;

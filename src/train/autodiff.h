@@ -18,6 +18,12 @@ std::vector<int> values_loss_depends_on(const Graph& graph, int loss,
 // float value of one element; returns the gradients' value ids, in the order of `wrt` (-1 for a
 // value the loss does not depend on). Throws InputError naming the first node on a path from a
 // `wrt` value to the loss that has no gradient rule, or whose rule refuses its attributes.
-std::vector<int> append_gradients(Graph& graph, int loss, const std::vector<int>& wrt);
+//
+// With `recompute` (gradient checkpointing), the backward pass keeps about every sqrt(N)-th
+// activation of the N forward nodes it differentiates and recomputes the others from the nearest
+// kept one when it first needs them, so that only one stretch between kept activations is live at
+// a time: less memory for about one more forward pass of compute. The gradients are the same.
+std::vector<int> append_gradients(Graph& graph, int loss, const std::vector<int>& wrt,
+                                  bool recompute = false);
 
 }  // namespace tandem::train

@@ -177,7 +177,10 @@ void prune(Graph& graph) {
     ++kept;
   }
   graph.nodes.resize(kept);
-  graph.sort_topologically();
+  // Left in the order built (a topological one): a sort could move recomputation forward.
+  for (size_t n = 0; n < graph.nodes.size(); ++n)
+    for (int id : graph.nodes[n].outputs)
+      if (id >= 0) graph.values[id].producer = static_cast<int>(n);
 }
 
 std::vector<Slot> data_slots(const Graph& forward) {
@@ -288,7 +291,7 @@ std::pair<TrainingGraph, TrainingGraph> build_step_graphs(
   }
   make_inputs(graph, gradients.slots, parameters, SlotRole::kParameter);
   for (int id : parameters) gradients.parameters.push_back(graph.values[id].name);
-  const std::vector<int> grads = append_gradients(graph, loss, parameters);
+  const std::vector<int> grads = append_gradients(graph, loss, parameters, options.recompute);
   graph.outputs = {loss, prediction};
   gradients.joins = {OutputJoin::kSum, OutputJoin::kConcat};
   gradients.loss_output = 0;

@@ -19,6 +19,7 @@ struct TrainingOptions {
   float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f;  // Adam, AdamW
   std::string output;               // the model output the loss reads; "" = first
   std::vector<std::string> frozen;  // initializer name patterns (glob: * and ?) left untrained
+  bool recompute = false;           // gradient checkpointing (append_gradients)
 };
 
 // What each input of a training step's graphs (or the evaluation graph) is, so that a trainer
