@@ -120,7 +120,8 @@ struct TrainOptions {
   double momentum = 0, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
   std::optional<double> weight_decay;  // default: 0.01 for adamw (as torch.optim.AdamW), else 0
   int64_t batch = 32;
-  int microbatches = 1;  // pieces of each batch the gradient graph runs (a pipeline's)
+  int microbatches = 1;           // pieces of each batch the gradient graph runs (a pipeline's)
+  std::string schedule = "1f1b";  // a pipeline's order of micro-batches: gpipe or 1f1b
   int epochs = 1;
   int64_t steps = 0;  // > 0: stop after this many steps in all
   uint64_t seed = 0;

@@ -369,6 +369,13 @@ int main(int argc, char** argv) {
                    "split each batch into this many pieces whose gradients add up (a pipeline's "
                    "micro-batches)")
       ->check(CLI::Range(1, 1 << 20));
+  train_verb
+      ->add_option("--schedule", train.schedule,
+                   "with --strategy pipeline and micro-batches: gpipe (every micro-batch forward, "
+                   "then backward) or 1f1b (one backward per forward after a warm-up: fewer "
+                   "activations held)")
+      ->check(CLI::IsMember({"gpipe", "1f1b"}))
+      ->capture_default_str();
   train_verb->add_option("--epochs", train.epochs, "passes over the training split")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));

@@ -14,6 +14,7 @@
 #include "cost/cost_model.h"
 #include "ir/error.h"
 #include "onnx/export.h"
+#include "plan/strategies.h"
 #include "plan/strategy.h"
 #include "report/table.h"
 #include "runtime/plan_executor.h"
@@ -82,9 +83,9 @@ std::string refusals(const Graph& graph, const DeviceSpec& device) {
   return text;
 }
 
-Plan plan_graph(const PlanningProblem& problem, const std::string& strategy,
-                const std::string& what) {
-  const std::optional<Plan> plan = make_strategy(strategy, problem.cluster())->plan(problem);
+Plan plan_with(const PlanningProblem& problem, const Strategy& planner, const std::string& strategy,
+               const std::string& what) {
+  const std::optional<Plan> plan = planner.plan(problem);
   if (plan) return *plan;
   std::string why;
   if (strategy.starts_with("single:")) {
@@ -94,6 +95,11 @@ Plan plan_graph(const PlanningProblem& problem, const std::string& strategy,
   throw InputError(
       "--strategy " + strategy,
       "found no plan of the " + what + " that fits the cluster" + (why.empty() ? "" : ": " + why));
+}
+
+Plan plan_graph(const PlanningProblem& problem, const std::string& strategy,
+                const std::string& what) {
+  return plan_with(problem, *make_strategy(strategy, problem.cluster()), strategy, what);
 }
 
 std::string plan_summary(const Plan& plan, const Cluster& cluster) {
@@ -196,12 +202,19 @@ int train_command(const TrainOptions& options) {
   PlanOptions gradient_options;
   gradient_options.batch = options.batch;
   gradient_options.microbatches = options.microbatches;
+  for (int origin : step.gradients.forward_of) gradient_options.node_phase.push_back(origin >= 0);
   PlanOptions whole;  // the update and the evaluation run whole
   whole.batch = options.batch;
   whole.batch_unsplittable = "it runs once per step, on the summed gradients";
   const PlanningProblem gradient_problem(step.gradients.graph, cost.cluster(), cost,
                                          gradient_options);
-  const Plan gradient_plan = plan_graph(gradient_problem, options.strategy, "gradient graph");
+  // A pipeline of a training step keeps each layer's backward beside its forward.
+  const Plan gradient_plan =
+      options.strategy == "pipeline"
+          ? plan_with(gradient_problem,
+                      *make_colocated_pipeline_strategy(step.gradients.forward_of), "pipeline",
+                      "gradient graph")
+          : plan_graph(gradient_problem, options.strategy, "gradient graph");
   const PlanningProblem update_problem(step.update.graph, cost.cluster(), cost, whole);
   const Plan update_plan = plan_graph(update_problem, "auto", "update graph");
   const SimulationResult simulated = simulate(gradient_problem, gradient_plan, {});
@@ -216,7 +229,16 @@ int train_command(const TrainOptions& options) {
 
   std::vector<Device*> pointers;
   for (const auto& device : devices) pointers.push_back(device.get());
-  PlanExecutor gradient_executor(step.gradients.graph, gradient_plan, pointers, split);
+  PlanExecutorOptions schedule_options;
+  if (gradient_plan.microbatches > 1) {
+    schedule_options.piece_order = options.schedule == "gpipe"
+                                       ? PlanExecutorOptions::PieceOrder::kGPipe
+                                       : PlanExecutorOptions::PieceOrder::kOneForwardOneBackward;
+    for (int origin : step.gradients.forward_of)
+      schedule_options.backward_nodes.push_back(origin >= 0);
+  }
+  PlanExecutor gradient_executor(step.gradients.graph, gradient_plan, pointers, split,
+                                 schedule_options);
   PlanExecutor update_executor(step.update.graph, update_plan, pointers);
   PlanExecutor eval_executor(evaluation.graph, eval_plan, pointers);
   const train::Runners runners{
@@ -238,6 +260,8 @@ int train_command(const TrainOptions& options) {
         {"gradient_graph_nodes", step.gradients.graph.nodes.size()},
         {"update_graph_nodes", step.update.graph.nodes.size()},
         {"microbatches", gradient_plan.microbatches},
+        {"segments", gradient_plan.segments.size()},
+        {"segments", gradient_plan.segments.size()},
         {"steps_per_epoch", steps_per_epoch},
         {"strategy", gradient_plan.chosen.empty() ? gradient_plan.strategy : gradient_plan.chosen},
         {"predicted_step_seconds", predicted_step},

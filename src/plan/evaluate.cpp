@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <unordered_map>
 
 #include "ir/error.h"
@@ -97,40 +98,52 @@ void apply_stages(const PlanningProblem& problem, Plan& plan) {
 // may be split where a finer test would merge it.
 std::vector<Segment> find_segments(const PlanningProblem& problem, const Plan& plan,
                                    const std::vector<int>& position) {
+  const std::vector<int>& phases = problem.options().node_phase;
+  const bool phased = static_cast<int>(phases.size()) == problem.node_count();
+  const auto phase_of = [&](int n) { return phased ? phases[n] : 0; };
   std::vector<Segment> segments;
-  std::vector<int> first_position;
+  std::vector<int> first_position, segment_phase;
   std::vector<int> segment_of(problem.node_count(), -1);
-  std::vector<int> latest_on(problem.device_count(), -1);
+  std::map<std::pair<int, int>, int> latest_on;  // (device, phase) -> its latest segment
   for (int n : plan.order) {
     const int device = plan.device_of_node[n];
+    const int phase = phase_of(n);
+    // Whether n may join `candidate` and leave it convex: every other predecessor of n lies in
+    // it or comes before it began.
+    const auto convex = [&](int candidate) {
+      for (const auto& [other, other_bytes] : problem.predecessors(n)) {
+        if (segment_of[other] != candidate && position[other] > first_position[candidate])
+          return false;
+      }
+      return true;
+    };
     int chosen = -1;
     for (const auto& [candidate_node, bytes] : problem.predecessors(n)) {
       const int candidate = segment_of[candidate_node];
-      if (plan.device_of_node[candidate_node] != device || candidate == chosen) continue;
-      bool convex = true;
-      for (const auto& [other, other_bytes] : problem.predecessors(n)) {
-        if (segment_of[other] != candidate && position[other] > first_position[candidate]) {
-          convex = false;
-          break;
-        }
-      }
-      if (convex) {
+      if (plan.device_of_node[candidate_node] != device || candidate == chosen ||
+          segment_phase[candidate] != phase)
+        continue;
+      if (convex(candidate)) {
         chosen = candidate;
         break;
       }
     }
+    const auto latest = latest_on.find({device, phase});
     // A node reading nothing from other nodes can join its device's latest segment: no path
-    // leads into it, so it cannot close a path that leaves the segment and comes back.
-    if (chosen < 0 && problem.predecessors(n).empty() && latest_on[device] >= 0)
-      chosen = latest_on[device];
+    // leads into it, so it cannot close a path that leaves the segment and comes back. With
+    // phases, so can any node that keeps that segment convex.
+    if (chosen < 0 && latest != latest_on.end() &&
+        (problem.predecessors(n).empty() || (phased && convex(latest->second))))
+      chosen = latest->second;
     if (chosen < 0) {
       chosen = static_cast<int>(segments.size());
       segments.push_back({device, {}});
       first_position.push_back(position[n]);
+      segment_phase.push_back(phase);
     }
     segments[chosen].nodes.push_back(n);
     segment_of[n] = chosen;
-    latest_on[device] = chosen;
+    latest_on[{device, phase}] = chosen;
   }
   return segments;
 }

@@ -36,6 +36,11 @@ struct PlanOptions {
   // Why the batch cannot be split into micro-batches or data-parallel shares
   // (BatchSplit::refusal); empty when it can.
   std::string batch_unsplittable;
+  // Per node, its phase: nodes of different phases never share a segment (a training step's
+  // forward and backward nodes run at different times for different micro-batches), and a node
+  // may join its device's latest segment of its phase wherever that keeps the segment convex.
+  // Empty: one phase.
+  std::vector<int> node_phase;
 };
 
 inline constexpr double kInfinity = std::numeric_limits<double>::infinity();

@@ -15,6 +15,10 @@ std::unique_ptr<Strategy> make_single_strategy(int device, std::string device_id
 std::unique_ptr<Strategy> make_greedy_strategy(std::vector<int> priority);
 std::unique_ptr<Strategy> make_heft_strategy();
 std::unique_ptr<Strategy> make_pipeline_strategy();
+// A pipeline where node n runs on the device of node follows[n] (-1: n leads; a training step's
+// backward nodes follow the forward node they differentiate). Leaders split into stages, each
+// costed with its followers.
+std::unique_ptr<Strategy> make_colocated_pipeline_strategy(std::vector<int> follows);
 std::unique_ptr<Strategy> make_data_parallel_strategy();
 // Why the data-parallel strategy cannot apply at all (a batch that cannot be split, fewer than
 // two devices that each run the whole model), or "" when it may find a plan.

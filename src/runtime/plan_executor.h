@@ -29,6 +29,15 @@ struct PlanExecutorOptions {
   // inputs and returns the outputs, the other ranks' run() takes no inputs and returns none.
   Transport* transport = nullptr;
   std::vector<int> device_rank;
+  // How each device orders its segments over the pieces of a split batch. Piece by piece by
+  // default (stage 1 takes micro-batch k+1 while stage 2 works on k). A training step's
+  // pipeline, whose segments are forward or backward (a segment with a backward node, per
+  // `backward_nodes`, one per graph node), runs as GPipe: every micro-batch forward, then every
+  // one backward; or as 1F1B: after as many forwards as there are stages after the device's, one
+  // backward for each forward, which holds fewer micro-batches' activations at once.
+  enum class PieceOrder { kPieceMajor, kGPipe, kOneForwardOneBackward };
+  PieceOrder piece_order = PieceOrder::kPieceMajor;
+  std::vector<bool> backward_nodes;
 };
 
 // Runs a plan's segments on their devices at once: per device a compute worker, which runs its
@@ -106,6 +115,8 @@ class PlanExecutor {
   void build_pieces();
   void build_segments();
   void build_messages();
+  // Each device's jobs (segment, piece) in the order it runs them (Options::piece_order).
+  void order_jobs(int device_count);
   bool local(int device) const;
   int rank_of(int device) const;
   std::string on_rank() const;  // "rank 1 (host-b): " across ranks, else ""

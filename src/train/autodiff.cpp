@@ -143,7 +143,7 @@ class Recomputation {
 };
 
 std::vector<int> append_gradients(Graph& graph, int loss, const std::vector<int>& wrt,
-                                  bool recompute) {
+                                  bool recompute, std::vector<int>* origins) {
   const GradientRegistry& registry = GradientRegistry::instance();
   const Paths paths = find_paths(graph, loss, wrt);
   const size_t forward_nodes = graph.nodes.size();
@@ -152,7 +152,9 @@ std::vector<int> append_gradients(Graph& graph, int loss, const std::vector<int>
   const Value loss_value = graph.values[loss];  // a copy: the builder moves the values
   if (numel(loss_value.type.shape) != 1 || !is_floating(loss_value.type.dtype))
     throw InputError("the loss '" + loss_value.name + "' must be one float value");
+  std::vector<int> origin(forward_nodes, -1);
   grads[loss] = builder.filled(1.0f, loss_value.type.shape, loss_value.type.dtype);
+  origin.resize(graph.nodes.size(), graph.values[loss].producer);
   std::optional<Recomputation> recomputed;
   if (recompute) recomputed.emplace(graph, builder, forward_nodes);
 
@@ -195,7 +197,9 @@ std::vector<int> append_gradients(Graph& graph, int loss, const std::vector<int>
       }
       grads[id] = grads[id] < 0 ? grad : builder.sum(grads[id], grad);
     }
+    origin.resize(graph.nodes.size(), static_cast<int>(n));
   }
+  if (origins) *origins = std::move(origin);
   std::vector<int> result;
   for (int id : wrt) result.push_back(grads[id]);
   return result;

@@ -23,7 +23,11 @@ std::vector<int> values_loss_depends_on(const Graph& graph, int loss,
 // activation of the N forward nodes it differentiates and recomputes the others from the nearest
 // kept one when it first needs them, so that only one stretch between kept activations is live at
 // a time: less memory for about one more forward pass of compute. The gradients are the same.
+//
+// `origins`, when given, gets one entry per node of the graph after the call: -1 for the nodes
+// it had, and for each node appended the index of the forward node whose gradient it is part of
+// (the loss's producer for the seed): where a planner may put it beside its forward node.
 std::vector<int> append_gradients(Graph& graph, int loss, const std::vector<int>& wrt,
-                                  bool recompute = false);
+                                  bool recompute = false, std::vector<int>* origins = nullptr);
 
 }  // namespace tandem::train

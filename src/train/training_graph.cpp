@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 #include <set>
+#include <unordered_map>
 
 #include "ir/error.h"
 #include "ir/infer.h"
@@ -291,7 +292,13 @@ std::pair<TrainingGraph, TrainingGraph> build_step_graphs(
   }
   make_inputs(graph, gradients.slots, parameters, SlotRole::kParameter);
   for (int id : parameters) gradients.parameters.push_back(graph.values[id].name);
-  const std::vector<int> grads = append_gradients(graph, loss, parameters, options.recompute);
+  std::vector<int> origins;
+  const std::vector<int> grads =
+      append_gradients(graph, loss, parameters, options.recompute, &origins);
+  std::unordered_map<std::string, std::string> origin_name;  // survives pruning
+  for (size_t n = 0; n < origins.size(); ++n)
+    if (origins[n] >= 0)
+      origin_name[graph.nodes[n].name] = graph.nodes[static_cast<size_t>(origins[n])].name;
   graph.outputs = {loss, prediction};
   gradients.joins = {OutputJoin::kSum, OutputJoin::kConcat};
   gradients.loss_output = 0;
@@ -305,6 +312,13 @@ std::pair<TrainingGraph, TrainingGraph> build_step_graphs(
     gradients.joins.push_back(OutputJoin::kSum);
   }
   prune(graph);
+  std::unordered_map<std::string, int> index_of;
+  for (size_t n = 0; n < graph.nodes.size(); ++n)
+    index_of[graph.nodes[n].name] = static_cast<int>(n);
+  for (const Node& node : graph.nodes) {
+    auto origin = origin_name.find(node.name);
+    gradients.forward_of.push_back(origin == origin_name.end() ? -1 : index_of.at(origin->second));
+  }
 
   // The update: parameters, their gradients and optimiser state; running statistics and the
   // pieces' contributions; learning rate and bias corrections.

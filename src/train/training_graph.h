@@ -56,6 +56,9 @@ struct TrainingGraph {
   int prediction_output = -1;           // index into graph.outputs: the output the loss reads
   std::vector<OutputJoin> joins;        // gradient graphs: per output
   std::vector<std::string> parameters;  // trained initializers, in graph order
+  // Gradient graphs: per node, -1 for the forward pass (the loss included), else the index of
+  // the forward node whose gradient it is part of (recomputation included).
+  std::vector<int> forward_of;
 };
 
 // A training step as two graphs. The gradient graph runs the batch (or each piece of it) forward,
