@@ -134,6 +134,7 @@ struct TrainOptions {
   std::string resume;  // DIR of a checkpoint to continue from
   int threads = 0;
   bool json = false;
+  std::vector<std::string> rank_hosts;  // under mpirun: the cluster host of each rank, in order
 };
 
 int inspect_command(const InspectOptions& options);

@@ -401,6 +401,10 @@ int main(int argc, char** argv) {
       "continue from a --checkpoint folder (weights, optimiser state, step count)");
   train_verb->add_option("--threads", train.threads, "CPU threads (default: all cores)")
       ->check(CLI::Range(1, 1024));
+  train_verb
+      ->add_option("--rank-hosts", train.rank_hosts,
+                   "under mpirun: the cluster host each rank runs, in rank order (as tandem run)")
+      ->delimiter(',');
   train_verb->add_flag("--json", train.json,
                        "print JSON lines: start, every step, every epoch, done");
 

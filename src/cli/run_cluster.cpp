@@ -559,8 +559,106 @@ std::optional<RunReport> run_on_ranks(RankWorld& ranks, const RunOptions& option
   report.cluster->host_links = host_links(all, map, cost.cluster(), plan);
   return report;
 }
+RankRuns::RankRuns(RankWorld& ranks, const Cluster& cluster,
+                   const std::vector<std::string>& rank_hosts, const std::string& cluster_path)
+    : ranks_(ranks) {
+  rank_of_device_ =
+      distributed::map_ranks(cluster, ranks.world.processor_names(), rank_hosts, cluster_path)
+          .rank_of_device;
+}
+
+RankRuns::~RankRuns() = default;
+
+int RankRuns::rank() const { return ranks_.world.rank(); }
+
+std::vector<std::unique_ptr<Device>> RankRuns::start_devices(const Cluster& cluster) {
+  Cluster mine = cluster;
+  mine.devices.clear();
+  std::vector<int> positions;
+  for (size_t d = 0; d < cluster.devices.size(); ++d) {
+    if (rank_of_device_[d] != rank()) continue;
+    mine.devices.push_back(cluster.devices[d]);
+    positions.push_back(static_cast<int>(d));
+  }
+  std::vector<std::unique_ptr<Device>> devices(cluster.devices.size());
+  std::string error;
+  try {
+    std::vector<std::unique_ptr<Device>> made = make_devices(mine, false);
+    for (size_t k = 0; k < made.size(); ++k) devices[positions[k]] = std::move(made[k]);
+  } catch (const std::exception& failure) {
+    error = message_of(failure);
+  }
+  cli::agree(ranks_.world, error, "cannot start its devices");
+  return devices;
+}
+
+std::string RankRuns::broadcast(const std::string& text) { return ranks_.world.broadcast(text); }
+
+void RankRuns::agree(const std::string& error, const std::string& step) {
+  cli::agree(ranks_.world, error, step);
+}
+
+PlanExecutorOptions RankRuns::executor_options() {
+  transports_.push_back(std::make_unique<distributed::MpiTransport>(ranks_.world));
+  PlanExecutorOptions options;
+  options.faults = faults_from_environment();
+  options.transport = transports_.back().get();
+  options.device_rank = rank_of_device_;
+  return options;
+}
+
+std::vector<Tensor> RankRuns::run_here(PlanExecutor& executor, std::span<const Tensor> inputs) {
+  const distributed::MpiWorld& world = ranks_.world;
+  std::string what, device;
+  std::vector<Tensor> outputs;
+  try {
+    outputs = executor.run(inputs);
+  } catch (const DeviceFailure& failure) {
+    what = failure.what();
+    device = failure.device_name();
+  }
+  const std::vector<std::string> failed = world.all_gather(what);
+  const std::vector<std::string> failed_devices = world.all_gather(device);
+  for (size_t r = 0; r < failed.size(); ++r) {
+    if (failed[r].empty()) continue;
+    // A rank's own failure names it already; the others say they stopped for it.
+    throw DeviceFailure(
+        -1, failed_devices[r],
+        what.empty() ? world.describe(world.rank()) + ": stopped: " + failed[r] : what);
+  }
+  return outputs;
+}
+
+std::vector<Tensor> RankRuns::run(PlanExecutor& executor, std::span<const Tensor> inputs) {
+  ranks_.world.broadcast("run");
+  return run_here(executor, inputs);
+}
+
+void RankRuns::serve(PlanExecutor& executor) {
+  while (ranks_.world.broadcast("") == "run") run_here(executor, {});
+}
+
+void RankRuns::stop() { ranks_.world.broadcast("stop"); }
+
 #else
 struct RankWorld {};
+
+RankRuns::RankRuns(RankWorld& ranks, const Cluster&, const std::vector<std::string>&,
+                   const std::string&)
+    : ranks_(ranks) {
+  throw InputError("mpirun", "this build of Tandem has no MPI");
+}
+RankRuns::~RankRuns() = default;
+int RankRuns::rank() const { return 0; }
+std::vector<std::unique_ptr<Device>> RankRuns::start_devices(const Cluster&) { return {}; }
+std::string RankRuns::broadcast(const std::string& text) { return text; }
+void RankRuns::agree(const std::string&, const std::string&) {}
+PlanExecutorOptions RankRuns::executor_options() { return {}; }
+std::vector<Tensor> RankRuns::run(PlanExecutor& executor, std::span<const Tensor> inputs) {
+  return executor.run(inputs);
+}
+void RankRuns::serve(PlanExecutor&) {}
+void RankRuns::stop() {}
 
 std::shared_ptr<RankWorld> join_ranks_if_launched() {
   if (distributed::launched_by_mpi())

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/timed_runs.h"
 #include "report/run_report.h"
+#include "runtime/plan_executor.h"
 
 namespace tandem::cli {
 
@@ -35,5 +36,42 @@ std::optional<RunReport> run_on_ranks(RankWorld& ranks, const RunOptions& option
                                       const RunSchedule& schedule, const ImportedModel& model,
                                       const std::map<std::string, Tensor>& input_files,
                                       const std::vector<Tensor>& inputs);
+
+// What another verb needs to run plans across ranks (`tandem train` under mpirun): the mapping
+// of devices to ranks, this rank's devices, rank 0's texts (plans) for every rank, and runs of a
+// PlanExecutor that every rank enters together. Rank 0 leads: before each run it tells the
+// others to run or to stop; after each, every rank learns whether a device failed anywhere.
+class RankRuns {
+ public:
+  // Maps the ranks onto the cluster's hosts as `tandem run` does (--rank-hosts, names, order).
+  RankRuns(RankWorld& ranks, const Cluster& cluster, const std::vector<std::string>& rank_hosts,
+           const std::string& cluster_path);
+  ~RankRuns();
+  int rank() const;
+  bool root() const { return rank() == 0; }
+  const std::vector<int>& rank_of_device() const { return rank_of_device_; }
+  // Starts this rank's devices (null for the others'); if one rank cannot, every rank throws
+  // InputError naming it.
+  std::vector<std::unique_ptr<Device>> start_devices(const Cluster& cluster);
+  // Rank 0's text, on every rank.
+  std::string broadcast(const std::string& text);
+  // Every rank says whether its step worked; if one did not, every rank throws naming it.
+  void agree(const std::string& error, const std::string& step);
+  // The executor options of one executor across the ranks (a transport of its own).
+  PlanExecutorOptions executor_options();
+  // Rank 0: one run of `executor` on `inputs`, the others joining it. Throws DeviceFailure on
+  // every rank when a device of any rank failed.
+  std::vector<Tensor> run(PlanExecutor& executor, std::span<const Tensor> inputs);
+  // The other ranks: join rank 0's runs of `executor` until it stops them.
+  void serve(PlanExecutor& executor);
+  // Rank 0: ends the others' serve().
+  void stop();
+
+ private:
+  std::vector<Tensor> run_here(PlanExecutor& executor, std::span<const Tensor> inputs);
+  RankWorld& ranks_;
+  std::vector<int> rank_of_device_;
+  std::vector<std::unique_ptr<Transport>> transports_;
+};
 
 }  // namespace tandem::cli

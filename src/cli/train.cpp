@@ -11,12 +11,15 @@
 #include "backends/cpu/cpu_device.h"
 #include "backends/registry.h"
 #include "cli/commands.h"
+#include "cli/run_cluster.h"
 #include "cost/cost_model.h"
 #include "ir/error.h"
 #include "onnx/export.h"
+#include "plan/plan_json.h"
 #include "plan/strategies.h"
 #include "plan/strategy.h"
 #include "report/table.h"
+#include "runtime/fault.h"
 #include "runtime/plan_executor.h"
 #include "sim/simulator.h"
 #include "train/checkpoint.h"
@@ -143,9 +146,11 @@ BatchSplit gradient_split(const train::TrainingGraph& gradients, const TrainOpti
   return result;
 }
 
-}  // namespace
-
-int train_command(const TrainOptions& options) {
+int train(const TrainOptions& options) {
+  // Under mpirun, MPI starts before any thread does.
+  const std::shared_ptr<RankWorld> world = join_ranks_if_launched();
+  if (world && options.cluster.empty())
+    throw InputError("mpirun", "tandem train across ranks needs --cluster (whose hosts they run)");
   cpu::set_cpu_threads(options.threads);
   const train::TrainingOptions settings = training_options(options);
   const float learning_rate = static_cast<float>(
@@ -194,7 +199,13 @@ int train_command(const TrainOptions& options) {
 
   const Cluster cluster = options.cluster.empty() ? local_cluster() : load_cluster(options.cluster);
   const CostModel cost(cluster);
-  const auto devices = make_devices(cost.cluster(), terminal);
+  // Under mpirun each rank starts the devices of its host; rank 0 plans, feeds the batches and
+  // runs the update and the evaluation on its own devices, the others join each gradient run.
+  std::optional<RankRuns> ranks;
+  if (world) ranks.emplace(*world, cost.cluster(), options.rank_hosts, options.cluster);
+  const bool root = !ranks || ranks->root();
+  const auto devices =
+      ranks ? ranks->start_devices(cost.cluster()) : make_devices(cost.cluster(), terminal);
   // The gradient graph splits: pieces (micro-batches, data-parallel shares) each run the model
   // bound to their size, and their losses and gradients add up.
   const BatchSplit split =
@@ -203,48 +214,97 @@ int train_command(const TrainOptions& options) {
   gradient_options.batch = options.batch;
   gradient_options.microbatches = options.microbatches;
   for (int origin : step.gradients.forward_of) gradient_options.node_phase.push_back(origin >= 0);
-  PlanOptions whole;  // the update and the evaluation run whole
+  PlanOptions whole;  // the update and the evaluation run whole, on rank 0's devices
   whole.batch = options.batch;
   whole.batch_unsplittable = "it runs once per step, on the summed gradients";
+  if (ranks) {
+    for (size_t d = 0; d < cost.cluster().devices.size(); ++d)
+      if (ranks->rank_of_device()[d] != 0) whole.excluded.push_back(cost.cluster().devices[d].id);
+  }
   const PlanningProblem gradient_problem(step.gradients.graph, cost.cluster(), cost,
                                          gradient_options);
   // A pipeline of a training step keeps each layer's backward beside its forward.
-  const Plan gradient_plan =
-      options.strategy == "pipeline"
-          ? plan_with(gradient_problem,
-                      *make_colocated_pipeline_strategy(step.gradients.forward_of), "pipeline",
-                      "gradient graph")
-          : plan_graph(gradient_problem, options.strategy, "gradient graph");
+  const auto plan_gradients = [&] {
+    return options.strategy == "pipeline"
+               ? plan_with(gradient_problem,
+                           *make_colocated_pipeline_strategy(step.gradients.forward_of), "pipeline",
+                           "gradient graph")
+               : plan_graph(gradient_problem, options.strategy, "gradient graph");
+  };
+  Plan gradient_plan;
+  if (ranks) {  // rank 0's plan, the same on every rank
+    std::string text, error;
+    if (root) {
+      try {
+        gradient_plan = plan_gradients();
+        text = plan_json(gradient_plan, gradient_problem, PlanProvenance{}).dump();
+      } catch (const std::exception& failure) {
+        error = failure.what();
+      }
+    }
+    ranks->agree(error, "cannot plan");
+    text = ranks->broadcast(text);
+    if (!root)
+      gradient_plan =
+          plan_from_json(nlohmann::json::parse(text), gradient_problem, "rank 0's plan");
+  } else {
+    gradient_plan = plan_gradients();
+  }
+
+  std::vector<Device*> pointers;
+  for (const auto& device : devices) pointers.push_back(device.get());
+  PlanExecutorOptions gradient_executor_options =
+      ranks ? ranks->executor_options() : PlanExecutorOptions{};
+  gradient_executor_options.faults = faults_from_environment();  // TANDEM_FAULT, as run takes it
+  if (gradient_plan.microbatches > 1) {
+    gradient_executor_options.piece_order =
+        options.schedule == "gpipe" ? PlanExecutorOptions::PieceOrder::kGPipe
+                                    : PlanExecutorOptions::PieceOrder::kOneForwardOneBackward;
+    for (int origin : step.gradients.forward_of)
+      gradient_executor_options.backward_nodes.push_back(origin >= 0);
+  }
+  std::string prepared;
+  std::unique_ptr<PlanExecutor> gradient_executor;
+  try {
+    gradient_executor = std::make_unique<PlanExecutor>(step.gradients.graph, gradient_plan,
+                                                       pointers, split, gradient_executor_options);
+  } catch (const std::exception& failure) {
+    if (!ranks) throw;
+    prepared = failure.what();
+  }
+  if (ranks) ranks->agree(prepared, "cannot prepare its segments");
+  if (!root) {  // this rank's devices join rank 0's gradient runs until it stops them
+    ranks->serve(*gradient_executor);
+    return kExitOk;
+  }
+
   const PlanningProblem update_problem(step.update.graph, cost.cluster(), cost, whole);
   const Plan update_plan = plan_graph(update_problem, "auto", "update graph");
   const SimulationResult simulated = simulate(gradient_problem, gradient_plan, {});
   const SimulationResult simulated_update = simulate(update_problem, update_plan, {});
   const std::string eval_strategy =
-      options.strategy == "data-parallel" ? std::string("auto") : options.strategy;
+      options.strategy == "data-parallel" || ranks ? std::string("auto") : options.strategy;
   const PlanningProblem eval_problem(evaluation.graph, cost.cluster(), cost, whole);
   const Plan eval_plan = plan_graph(eval_problem, eval_strategy, "evaluation graph");
   const double predicted_step =
       gradient_plan.predicted.latency_seconds + update_plan.predicted.latency_seconds;
   const double simulated_step = simulated.latency_seconds + simulated_update.latency_seconds;
-
-  std::vector<Device*> pointers;
-  for (const auto& device : devices) pointers.push_back(device.get());
-  PlanExecutorOptions schedule_options;
-  if (gradient_plan.microbatches > 1) {
-    schedule_options.piece_order = options.schedule == "gpipe"
-                                       ? PlanExecutorOptions::PieceOrder::kGPipe
-                                       : PlanExecutorOptions::PieceOrder::kOneForwardOneBackward;
-    for (int origin : step.gradients.forward_of)
-      schedule_options.backward_nodes.push_back(origin >= 0);
-  }
-  PlanExecutor gradient_executor(step.gradients.graph, gradient_plan, pointers, split,
-                                 schedule_options);
   PlanExecutor update_executor(step.update.graph, update_plan, pointers);
   PlanExecutor eval_executor(evaluation.graph, eval_plan, pointers);
   const train::Runners runners{
-      [&](std::span<const Tensor> inputs) { return gradient_executor.run(inputs); },
+      [&](std::span<const Tensor> inputs) {
+        return ranks ? ranks->run(*gradient_executor, inputs) : gradient_executor->run(inputs);
+      },
       [&](std::span<const Tensor> inputs) { return update_executor.run(inputs); },
       [&](std::span<const Tensor> inputs) { return eval_executor.run(inputs); }};
+  // Rank 0 stops the others however it ends, but for a device failure, which stopped them all.
+  struct StopRanks {
+    std::optional<RankRuns>& ranks;
+    bool failed = false;
+    ~StopRanks() {
+      if (ranks && !failed) ranks->stop();
+    }
+  } stop_ranks{ranks};
 
   size_t parameter_count = 0;
   for (const train::Slot& slot : step.gradients.slots)
@@ -330,8 +390,13 @@ int train_command(const TrainOptions& options) {
     }
     std::fflush(stdout);
   };
-  trainer.fit(runners, train_split, test_split ? &*test_split : nullptr, schedule, on_step,
-              on_epoch);
+  try {
+    trainer.fit(runners, train_split, test_split ? &*test_split : nullptr, schedule, on_step,
+                on_epoch);
+  } catch (const DeviceFailure&) {
+    stop_ranks.failed = true;
+    throw;
+  }
   if (!options.checkpoint.empty())
     train::write_checkpoint(options.checkpoint, options.model, trainer);
   if (!options.save.empty())
@@ -371,6 +436,17 @@ int train_command(const TrainOptions& options) {
     if (!options.save.empty()) std::printf("saved %s\n", options.save.c_str());
   }
   return kExitOk;
+}
+
+}  // namespace
+
+int train_command(const TrainOptions& options) {
+  try {
+    return train(options);
+  } catch (const DeviceFailure& failure) {
+    std::fprintf(stderr, "tandem: error: device failed: %s\n", failure.what());
+    return kExitDeviceFailed;
+  }
 }
 
 }  // namespace tandem::cli
