@@ -3,7 +3,8 @@ cluster, on this one machine over loopback TCP (as root, oversubscribed). Every 
 every strategy whose plan puts work on more than one host gives ONNX Runtime's outputs (as the
 single-process run does); a pipelined plan overlaps across ranks on the merged timeline; a
 device that fails, a rank that dies or a rank that cannot start its devices ends every rank
-in bounded time, naming the rank, its host and the device."""
+in bounded time, naming the rank, its host and the device. `tandem train` across two hosts gives
+one process's loss curve."""
 import argparse
 import json
 import os
@@ -216,6 +217,58 @@ class MpiRun(unittest.TestCase):
         self.assertEqual(result.returncode, 4, result.stdout + result.stderr)
         self.assertIn("rank 0 (", result.stderr)
         self.assertIn("cpu0: segment", result.stderr)
+
+class MpiTrain(unittest.TestCase):
+    """`mpirun -np 2 tandem train`: a training step's gradient graph across two hosts gives the
+    loss curve of one process; a failing device ends both ranks."""
+
+    @classmethod
+    def setUpClass(cls):
+        import numpy as np
+        cls.folder = tempfile.TemporaryDirectory()
+        rng = np.random.default_rng(0)
+        os.makedirs(os.path.join(cls.folder.name, "train"))
+        np.save(os.path.join(cls.folder.name, "train", "x.npy"),
+                rng.standard_normal((48, 8, 32)).astype(np.float32))
+        np.save(os.path.join(cls.folder.name, "train", "y.npy"),
+                rng.integers(0, 10, 48).astype(np.int64))
+        cls.model = os.path.join(ZOO, "train", "tiny_transformer.onnx")
+        cls.args = ["train", cls.model, "--data", cls.folder.name, "--batch", "16", "--steps", "3",
+                    "--no-shuffle", "--optimizer", "adam", "--json"]
+        single = tandem(*cls.args)
+        assert single.returncode == 0, single.stderr
+        cls.single = cls.losses(single.stdout)
+
+    @staticmethod
+    def losses(stdout):
+        lines = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+        return [line["loss"] for line in lines if line["event"] == "step"]
+
+    def test_data_parallel_and_a_pipeline_across_hosts_give_one_process_curve(self):
+        for extra in (["--strategy", "data-parallel"],
+                      ["--strategy", "pipeline", "--microbatches", "4", "--schedule", "1f1b"],
+                      ["--strategy", "pipeline", "--microbatches", "4", "--schedule", "gpipe"]):
+            with self.subTest(extra=extra):
+                result = mpirun(2, *self.args, "--cluster", cluster("mpi-two-hosts.yaml"), *extra)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                start = next(json.loads(line) for line in result.stdout.splitlines()
+                             if line.startswith('{"event":"start"'))
+                self.assertGreaterEqual(start["segments"], 2)
+                curve = self.losses(result.stdout)
+                self.assertEqual(len(curve), len(self.single))
+                for mine, theirs in zip(curve, self.single):
+                    self.assertAlmostEqual(mine, theirs, delta=1e-5 * abs(theirs))
+
+    def test_a_device_failing_on_one_rank_ends_the_training_on_every_rank(self):
+        start = time.monotonic()
+        result = mpirun(2, *self.args, "--cluster", cluster("mpi-two-hosts.yaml"), "--strategy",
+                        "data-parallel", fault="fail:cpu1:after=1")
+        self.assertLess(time.monotonic() - start, 60)
+        self.assertEqual(result.returncode, 4, result.stdout + result.stderr)
+        self.assertIn("rank 1 (", result.stderr)
+        self.assertIn("cpu1: segment", result.stderr)
+        self.assertIn("stopped", result.stderr)
+
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
