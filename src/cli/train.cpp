@@ -225,11 +225,13 @@ int train(const TrainOptions& options) {
                                          gradient_options);
   // A pipeline of a training step keeps each layer's backward beside its forward.
   const auto plan_gradients = [&] {
-    return options.strategy == "pipeline"
-               ? plan_with(gradient_problem,
-                           *make_colocated_pipeline_strategy(step.gradients.forward_of), "pipeline",
-                           "gradient graph")
-               : plan_graph(gradient_problem, options.strategy, "gradient graph");
+    if (options.strategy != "pipeline")
+      return plan_graph(gradient_problem, options.strategy, "gradient graph");
+    Plan plan =
+        plan_with(gradient_problem, *make_colocated_pipeline_strategy(step.gradients.forward_of),
+                  "pipeline", "gradient graph");
+    if (plan.microbatches > 1) plan.piece_order = *piece_order_named(options.schedule);
+    return plan;
   };
   Plan gradient_plan;
   if (ranks) {  // rank 0's plan, the same on every rank
@@ -257,9 +259,6 @@ int train(const TrainOptions& options) {
       ranks ? ranks->executor_options() : PlanExecutorOptions{};
   gradient_executor_options.faults = faults_from_environment();  // TANDEM_FAULT, as run takes it
   if (gradient_plan.microbatches > 1) {
-    gradient_executor_options.piece_order =
-        options.schedule == "gpipe" ? PlanExecutorOptions::PieceOrder::kGPipe
-                                    : PlanExecutorOptions::PieceOrder::kOneForwardOneBackward;
     for (int origin : step.gradients.forward_of)
       gradient_executor_options.backward_nodes.push_back(origin >= 0);
   }

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "devices/cluster.h"
+#include "plan/piece_order.h"
 #include "plan/problem.h"
 
 namespace tandem {
@@ -56,6 +57,9 @@ struct Plan {
   std::vector<Transfer> transfers;
   std::vector<Stage> stages;  // pipeline plans only
   int microbatches = 1;
+  // A training step's pipeline: how each device orders its forward and backward work over the
+  // micro-batches (the forward and backward nodes: PlanOptions::node_phase).
+  PieceOrder piece_order = PieceOrder::kPieceByPiece;
   std::vector<double> batch_share;  // data-parallel plans only: fraction of the batch per device
   Prediction predicted;
   double lower_bound = 0;  // the objective's (PlanningProblem::bound): no plan can beat it

@@ -218,6 +218,8 @@ nlohmann::json plan_json(const Plan& plan, const PlanningProblem& problem,
   }
   json["inputs"] = inputs;
   json["microbatches"] = plan.microbatches;
+  if (plan.piece_order != PieceOrder::kPieceByPiece)
+    json["piece_order"] = std::string(piece_order_name(plan.piece_order));
   nlohmann::json devices = nlohmann::json::array();
   for (size_t d = 0; d < cluster.devices.size(); ++d) {
     devices.push_back({{"id", cluster.devices[d].id},
@@ -382,6 +384,13 @@ Plan plan_from_json(const nlohmann::json& json, const PlanningProblem& problem,
   plan.objective = *named;
   plan.microbatches =
       read.integer(read.at(json, "microbatches", "microbatches"), "microbatches", 1, 1 << 30);
+  if (json.contains("piece_order")) {
+    const std::optional<PieceOrder> order =
+        piece_order_named(read.text(json.at("piece_order"), "piece_order"));
+    if (!order || *order == PieceOrder::kPieceByPiece)
+      read.fail("piece_order", "expected gpipe or 1f1b");
+    plan.piece_order = *order;
+  }
   // The shapes it was made for: a plan's segments, shares and predictions hold for those only.
   if (const Graph* graph = problem.graph(); graph && json.contains("inputs")) {
     const nlohmann::json& inputs = json.at("inputs");

@@ -382,10 +382,9 @@ int PlanExecutor::rank_of(int device) const {
 }
 
 void PlanExecutor::order_jobs(int device_count) {
-  using PieceOrder = PlanExecutorOptions::PieceOrder;
   const int pieces = static_cast<int>(piece_sizes_.size());
   jobs_.assign(device_count, {});
-  if (options_.piece_order == PieceOrder::kPieceMajor || pieces == 1) {
+  if (plan_.piece_order == PieceOrder::kPieceByPiece || pieces == 1) {
     for (int p = 0; p < pieces; ++p) {
       for (int s = 0; s < static_cast<int>(segments_.size()); ++s) {
         const int device = segments_[s]->device;
@@ -396,40 +395,25 @@ void PlanExecutor::order_jobs(int device_count) {
   }
   if (options_.backward_nodes.size() != graph_.nodes.size())
     throw InputError("plan", "a training schedule needs every node marked forward or backward");
-  // Per device, its forward and its backward segments in graph order.
-  std::vector<std::vector<int>> forward(device_count), backward(device_count);
-  std::vector<int> first_forward(device_count, INT32_MAX);
+  // Per device, its segments in graph order, each forward or backward (holding a backward node).
+  std::vector<std::vector<int>> units(device_count);
+  std::vector<std::vector<bool>> backward(device_count);
+  std::vector<int> first_forward(device_count, -1);
   for (int s = 0; s < static_cast<int>(segments_.size()); ++s) {
     const Segment& segment = *segments_[s];
     const bool is_backward = std::any_of(segment.nodes.begin(), segment.nodes.end(),
                                          [&](int n) { return options_.backward_nodes[n]; });
-    (is_backward ? backward : forward)[segment.device].push_back(s);
-    if (!is_backward)
-      first_forward[segment.device] =
-          std::min(first_forward[segment.device], segment.nodes.front());
+    units[segment.device].push_back(s);
+    backward[segment.device].push_back(is_backward);
+    if (!is_backward && first_forward[segment.device] < 0)
+      first_forward[segment.device] = segment.nodes.front();
   }
-  // A device's stage: how many devices start their forward pass before it.
-  std::vector<int> later_stages(device_count, 0);
-  for (int d = 0; d < device_count; ++d)
-    for (int other = 0; other < device_count; ++other)
-      if (first_forward[other] != INT32_MAX && first_forward[other] > first_forward[d])
-        ++later_stages[d];
   for (int d = 0; d < device_count; ++d) {
-    std::vector<Job>& jobs = jobs_[d];
-    const auto add = [&](const std::vector<int>& segments, int p) {
-      for (int s : segments) jobs.push_back({s, p});
-    };
-    if (options_.piece_order == PieceOrder::kGPipe) {
-      for (int p = 0; p < pieces; ++p) add(forward[d], p);
-      for (int p = 0; p < pieces; ++p) add(backward[d], p);
-      continue;
-    }
-    const int warmup = forward[d].empty() ? 0 : std::min(later_stages[d], pieces);
-    for (int p = 0; p < warmup; ++p) add(forward[d], p);
-    for (int p = 0; p < pieces; ++p) {
-      if (p + warmup < pieces) add(forward[d], p + warmup);
-      add(backward[d], p);
-    }
+    int later = 0;  // devices whose forward pass begins after this one's
+    for (int other = 0; other < device_count; ++other)
+      later += first_forward[other] > first_forward[d] && first_forward[d] >= 0;
+    for (const auto& [piece, unit] : order_pieces(plan_.piece_order, backward[d], pieces, later))
+      jobs_[d].push_back({units[d][unit], piece});
   }
 }
 

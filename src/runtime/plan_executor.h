@@ -29,14 +29,7 @@ struct PlanExecutorOptions {
   // inputs and returns the outputs, the other ranks' run() takes no inputs and returns none.
   Transport* transport = nullptr;
   std::vector<int> device_rank;
-  // How each device orders its segments over the pieces of a split batch. Piece by piece by
-  // default (stage 1 takes micro-batch k+1 while stage 2 works on k). A training step's
-  // pipeline, whose segments are forward or backward (a segment with a backward node, per
-  // `backward_nodes`, one per graph node), runs as GPipe: every micro-batch forward, then every
-  // one backward; or as 1F1B: after as many forwards as there are stages after the device's, one
-  // backward for each forward, which holds fewer micro-batches' activations at once.
-  enum class PieceOrder { kPieceMajor, kGPipe, kOneForwardOneBackward };
-  PieceOrder piece_order = PieceOrder::kPieceMajor;
+  // A training step's pipeline (Plan::piece_order): per graph node, whether it is backward work.
   std::vector<bool> backward_nodes;
 };
 

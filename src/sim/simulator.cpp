@@ -179,8 +179,11 @@ class Simulation {
       }
     } else {
       layouts_.push_back(make_layout(problem, plan.device_of_node, order));
-      const int microbatches = plan.stages.empty() ? 1 : std::max(plan.microbatches, 1);
+      const bool scheduled = plan.piece_order != PieceOrder::kPieceByPiece;
+      const int microbatches =
+          plan.stages.empty() && !scheduled ? 1 : std::max(plan.microbatches, 1);
       for (int m = 0; m < microbatches; ++m) lanes_.push_back({0, 1.0 / microbatches});
+      if (scheduled && microbatches > 1) order_jobs(plan.piece_order);
     }
     if (lanes_.empty()) throw InputError("plan", "no device has a share of the batch");
     pipelined_ = plan.batch_share.empty() && lanes_.size() > 1;
@@ -344,6 +347,17 @@ class Simulation {
     const int device = sd % devices_;
     const int replica = sd / devices_;
     const int nodes = problem_.node_count();
+    if (!jobs_.empty()) {  // a training schedule: the device's next job, once its inputs are in
+      int& cursor = job_cursor_[static_cast<size_t>(sd)];
+      const std::vector<std::pair<int, int>>& jobs = jobs_[device];
+      if (cursor >= static_cast<int>(jobs.size())) return;
+      const auto [k, node] = jobs[cursor];
+      const int instance = replica * static_cast<int>(lanes_.size()) + k;
+      if (remaining_[static_cast<size_t>(instance) * nodes + node] > 0) return;
+      ++cursor;
+      start(sd, instance, k, node, device);
+      return;
+    }
     const std::vector<DeviceLane>& lanes = lanes_on_device_[device];
     for (size_t j = 0; j < lanes.size(); ++j) {
       const int k = lanes[j].lane;
@@ -355,17 +369,46 @@ class Simulation {
       const int instance = replica * static_cast<int>(lanes_.size()) + k;
       if (remaining_[static_cast<size_t>(instance) * nodes + node] > 0) continue;
       ++cursor;
-      set_activity(sd, true, 0);
-      allocate(sd, problem_.output_bytes(node) * lanes_[k].fraction);
-      const double seconds = problem_.seconds_for_share(node, device, lanes_[k].fraction);
-      if (options_.record_timeline) {
-        result_.timeline.spans.push_back(
-            {sd, node_label(problem_, node), "compute", now_, seconds, pipelined_ ? k : -1, 0});
-      }
-      events_.push({now_ + seconds, EventKind::kComputeDone, static_cast<uint32_t>(sd),
-                    static_cast<uint32_t>(instance), static_cast<uint32_t>(node)});
+      start(sd, instance, k, node, device);
       return;
     }
+  }
+
+  void start(int sd, int instance, int k, int node, int device) {
+    set_activity(sd, true, 0);
+    allocate(sd, problem_.output_bytes(node) * lanes_[k].fraction);
+    const double seconds = problem_.seconds_for_share(node, device, lanes_[k].fraction);
+    if (options_.record_timeline) {
+      result_.timeline.spans.push_back(
+          {sd, node_label(problem_, node), "compute", now_, seconds, pipelined_ ? k : -1, 0});
+    }
+    events_.push({now_ + seconds, EventKind::kComputeDone, static_cast<uint32_t>(sd),
+                  static_cast<uint32_t>(instance), static_cast<uint32_t>(node)});
+  }
+
+  // Each device's (lane, node) jobs in the order a training schedule runs them
+  // (plan/piece_order.h), its nodes forward or backward as the problem's phases say.
+  void order_jobs(PieceOrder order) {
+    const std::vector<int>& phases = problem_.options().node_phase;
+    if (static_cast<int>(phases.size()) != problem_.node_count())
+      throw InputError("plan", "a training schedule needs every node marked forward or backward");
+    const Layout& layout = layouts_[0];
+    jobs_.assign(devices_, {});
+    std::vector<int> first_forward(devices_, -1);
+    for (const auto& [device, sequence] : layout.sequences)
+      for (int n : sequence)
+        if (!phases[n] && first_forward[device] < 0) first_forward[device] = n;
+    for (const auto& [device, sequence] : layout.sequences) {
+      std::vector<bool> backward;
+      for (int n : sequence) backward.push_back(phases[n] != 0);
+      int later = 0;
+      for (int other = 0; other < devices_; ++other)
+        later += first_forward[other] > first_forward[device] && first_forward[device] >= 0;
+      for (const auto& [piece, unit] :
+           order_pieces(order, backward, static_cast<int>(lanes_.size()), later))
+        jobs_[device].push_back({piece, sequence[unit]});
+    }
+    job_cursor_.assign(static_cast<size_t>(replicas_) * devices_, 0);
   }
 
   void drop_local_ref(int instance, int node) {
@@ -568,6 +611,9 @@ class Simulation {
   std::vector<DeviceState> state_;
   // Per replica, device and lane of lanes_on_device_: its next node there.
   std::vector<int> cursor_, cursor_offset_;
+  // A training schedule's (lane, node) jobs per device, and per simulated device the next one.
+  std::vector<std::vector<std::pair<int, int>>> jobs_;
+  std::vector<int> job_cursor_;
   std::vector<InFlight> transfers_;
   std::vector<int> free_transfers_;
   SharedLinks links_;
