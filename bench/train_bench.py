@@ -5,10 +5,10 @@ For every model of zoo/train (tools/make_train_zoo.py): random data of the model
 (step time does not depend on the values), the same batch and optimiser on every side.
 
   tandem, 1 CPU     `tandem train --json --threads T` (this machine's CPU as one device): the
-                    median of the step lines' samples_per_second after --warmup steps
+                    median of the step lines' samples_per_s after --warmup steps
   tandem, pipeline  the same with --cluster FILE --strategy pipeline (default the 2-stage
                     examples/clusters/cpu-split.yaml: two one-core devices)
-  predicted         the step time the training step's plan predicts (predicted_step_seconds of
+  predicted         the step time the training step's plan predicts (predicted_step_s of
                     the --json start line), beside measured / predicted; left out, and said so,
                     where the command reports none
   PyTorch eager     torch.set_num_threads(T), module.train(), forward, loss, backward and
@@ -88,10 +88,10 @@ def time_tandem(tandem, model, data, args, cluster=None):
     steps = [e for e in events if e.get("event") == "step"]
     if len(steps) <= args.warmup:
         raise RuntimeError(f"{model}: {len(steps)} steps, no more than the --warmup {args.warmup}")
-    rate = statistics.median(e["samples_per_second"] for e in steps[args.warmup:])
+    rate = statistics.median(e["samples_per_s"] for e in steps[args.warmup:])
     # the plan's predicted and simulated step times, in the start (and done) line
-    predicted = next((e["predicted_step_seconds"] for e in events if "predicted_step_seconds" in e), None)
-    simulated = next((e["simulated_step_seconds"] for e in events if "simulated_step_seconds" in e), None)
+    predicted = next((e["predicted_step_s"] for e in events if "predicted_step_s" in e), None)
+    simulated = next((e["simulated_step_s"] for e in events if "simulated_step_s" in e), None)
     return rate, predicted, simulated
 
 
@@ -202,7 +202,7 @@ def main():
         print("| " + " | ".join(cells) + " |")
     print("\nRatios are throughputs (above 1x: the first is faster).")
     if not predict:
-        print("No predicted column: `tandem train --json` reported no predicted_step_seconds.")
+        print("No predicted column: `tandem train --json` reported no predicted_step_s.")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": machine(), "load_average": [load_before, load_after], "rounds": args.rounds,

@@ -376,9 +376,13 @@ int main(int argc, char** argv) {
                    "activations held)")
       ->check(CLI::IsMember({"gpipe", "1f1b"}))
       ->capture_default_str();
-  train_verb->add_option("--epochs", train.epochs, "passes over the training split")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000000));
+  CLI::Option* train_epochs =
+      train_verb
+          ->add_option("--epochs", train.epochs,
+                       "passes over the training split (default 1; with --steps, as many "
+                       "as those take)")
+          ->capture_default_str()
+          ->check(CLI::Range(1, 1000000));
   train_verb->add_option("--steps", train.steps, "stop after this many steps in all")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   train_verb->add_option("--seed", train.seed, "seed of the shuffle order")->capture_default_str();
@@ -432,7 +436,10 @@ int main(int argc, char** argv) {
     if (*plan_verb) return plan_command(plan);
     if (*simulate_verb) return simulate_command(simulate);
     if (*compare_verb) return compare_command(compare);
-    if (*train_verb) return train_command(train);
+    if (*train_verb) {
+      if (train.steps > 0 && train_epochs->count() == 0) train.epochs = 1 << 30;
+      return train_command(train);
+    }
     return run_command(run);
   } catch (const tandem::InputError& e) {
     std::fprintf(stderr, "tandem: error: %s%s%s\n", e.subject().c_str(),

@@ -18,6 +18,7 @@
 #include "plan/plan_json.h"
 #include "plan/strategies.h"
 #include "plan/strategy.h"
+#include "report/json_schema.h"
 #include "report/table.h"
 #include "runtime/fault.h"
 #include "runtime/plan_executor.h"
@@ -146,6 +147,18 @@ BatchSplit gradient_split(const train::TrainingGraph& gradients, const TrainOpti
   return result;
 }
 
+// What a checkpoint records of the run's options: a resumed run must repeat them, or its
+// optimiser state and data order would not be the ones the checkpoint goes on from.
+std::map<std::string, std::string> resumable_settings(const TrainOptions& options,
+                                                      const train::TrainingOptions& settings) {
+  return {{"--optimizer", options.optimizer},
+          {"--loss", options.loss},
+          {"--batch", std::to_string(options.batch)},
+          {"--seed", std::to_string(options.seed)},
+          {"--shuffle", options.shuffle ? "yes" : "no (--no-shuffle)"},
+          {"--recompute", settings.recompute ? "yes" : "no"}};
+}
+
 int train(const TrainOptions& options) {
   // Under mpirun, MPI starts before any thread does.
   const std::shared_ptr<RankWorld> world = join_ranks_if_launched();
@@ -194,7 +207,16 @@ int train(const TrainOptions& options) {
   if (test_split) trainer.check_labels(*test_split);
   if (!options.resume.empty()) {
     const train::Checkpoint checkpoint = train::read_checkpoint(options.resume);
-    trainer.restore(checkpoint.values, checkpoint.steps, options.resume + "/checkpoint.json");
+    const std::string manifest = (fs::path(options.resume) / "checkpoint.json").string();
+    for (const auto& [option, value] : resumable_settings(options, settings)) {
+      auto written = checkpoint.settings.find(option);
+      if (written != checkpoint.settings.end() && written->second != value) {
+        throw InputError(manifest, "was written with " + option + " " + written->second +
+                                       "; this run has " + value +
+                                       " (a resumed run repeats the checkpoint's settings)");
+      }
+    }
+    trainer.restore(checkpoint.values, checkpoint.steps, manifest);
   }
 
   const Cluster cluster = options.cluster.empty() ? local_cluster() : load_cluster(options.cluster);
@@ -312,6 +334,7 @@ int train(const TrainOptions& options) {
   const int64_t steps_per_epoch = train_split.samples() / options.batch;
   if (options.json) {
     nlohmann::json start = {
+        {"schema_version", kJsonSchemaVersion},
         {"event", "start"},
         {"model", options.model},
         {"parameters", step.gradients.parameters.size()},
@@ -320,11 +343,11 @@ int train(const TrainOptions& options) {
         {"update_graph_nodes", step.update.graph.nodes.size()},
         {"microbatches", gradient_plan.microbatches},
         {"segments", gradient_plan.segments.size()},
-        {"segments", gradient_plan.segments.size()},
+
         {"steps_per_epoch", steps_per_epoch},
         {"strategy", gradient_plan.chosen.empty() ? gradient_plan.strategy : gradient_plan.chosen},
-        {"predicted_step_seconds", predicted_step},
-        {"simulated_step_seconds", simulated_step}};
+        {"predicted_step_s", predicted_step},
+        {"simulated_step_s", simulated_step}};
     std::printf("%s\n", start.dump().c_str());
   } else {
     std::printf("training %s: %zu parameters (%s elements), %lld steps per epoch of %lld samples\n",
@@ -350,12 +373,13 @@ int train(const TrainOptions& options) {
     step_seconds.push_back(step.seconds);
     if (options.json) {
       const nlohmann::json line = {
+          {"schema_version", kJsonSchemaVersion},
           {"event", "step"},
           {"step", step.step},
           {"epoch", step.epoch},
           {"loss", step.loss},
-          {"seconds", step.seconds},
-          {"samples_per_second", static_cast<double>(step.samples) / step.seconds}};
+          {"step_s", step.seconds},
+          {"samples_per_s", static_cast<double>(step.samples) / step.seconds}};
       std::printf("%s\n", line.dump().c_str());
     } else if (terminal) {
       std::fprintf(stderr, "\r  epoch %d  step %lld  loss %.4f  %.0f samples/s   ", step.epoch,
@@ -364,15 +388,17 @@ int train(const TrainOptions& options) {
     }
     if (!options.checkpoint.empty() && options.checkpoint_every > 0 &&
         step.step % options.checkpoint_every == 0)
-      train::write_checkpoint(options.checkpoint, options.model, trainer);
+      train::write_checkpoint(options.checkpoint, options.model, trainer,
+                              resumable_settings(options, settings));
   };
   const auto on_epoch = [&](const train::EpochRecord& epoch) {
     last_epoch = epoch;
     if (options.json) {
-      nlohmann::json line = {{"event", "epoch"},
+      nlohmann::json line = {{"schema_version", kJsonSchemaVersion},
+                             {"event", "epoch"},
                              {"epoch", epoch.epoch},
                              {"train_loss", epoch.train_loss},
-                             {"seconds", epoch.seconds}};
+                             {"epoch_s", epoch.seconds}};
       if (epoch.train_accuracy >= 0) line["train_accuracy"] = epoch.train_accuracy;
       if (epoch.test_loss) line["test_loss"] = *epoch.test_loss;
       if (epoch.test_accuracy) line["test_accuracy"] = *epoch.test_accuracy;
@@ -397,7 +423,8 @@ int train(const TrainOptions& options) {
     throw;
   }
   if (!options.checkpoint.empty())
-    train::write_checkpoint(options.checkpoint, options.model, trainer);
+    train::write_checkpoint(options.checkpoint, options.model, trainer,
+                            resumable_settings(options, settings));
   if (!options.save.empty())
     write_with_initializers(options.model, options.save, trainer.initializers());
 
@@ -408,15 +435,17 @@ int train(const TrainOptions& options) {
   const double measured = steady.empty() ? 0 : median(steady);
   if (options.json) {
     nlohmann::json done = {
+        {"schema_version", kJsonSchemaVersion},
         {"event", "done"},
         {"steps", trainer.steps_taken()},
-        {"median_step_seconds", measured},
-        {"samples_per_second", measured > 0 ? static_cast<double>(options.batch) / measured : 0},
-        {"predicted_step_seconds", predicted_step},
-        {"simulated_step_seconds", simulated_step}};
+        {"median_step_s", measured},
+        {"samples_per_s", measured > 0 ? static_cast<double>(options.batch) / measured : 0},
+        {"predicted_step_s", predicted_step},
+        {"simulated_step_s", simulated_step}};
     nlohmann::json memory = nlohmann::json::object();
     for (const DeviceActivity& device : simulated.devices)
-      if (device.peak_memory_bytes > 0) memory[device.id] = device.peak_memory_bytes;
+      if (device.peak_memory_bytes > 0)
+        memory[device.id] = static_cast<int64_t>(device.peak_memory_bytes);
     done["simulated_peak_memory_bytes"] = memory;
     if (!options.save.empty()) done["saved"] = options.save;
     std::printf("%s\n", done.dump().c_str());

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 
 namespace tandem {
 namespace {
@@ -63,6 +64,8 @@ std::string si(double value) {
 
 std::string seconds_text(double seconds) {
   if (!std::isfinite(seconds)) return "-";
+  // The unit of the value as rounded: 999.7 us is "1 ms", not "1e+03 us".
+  seconds = std::strtod(format("%.3g", seconds).c_str(), nullptr);
   if (seconds >= 1) return format("%.3g s", seconds);
   if (seconds >= 1e-3) return format("%.3g ms", seconds * 1e3);
   return format("%.3g us", seconds * 1e6);

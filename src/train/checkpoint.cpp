@@ -21,7 +21,7 @@ void rename_into_place(const fs::path& partial, const fs::path& destination) {
 }  // namespace
 
 void write_checkpoint(const std::string& dir, const std::string& source_model,
-                      const Trainer& trainer) {
+                      const Trainer& trainer, const std::map<std::string, std::string>& settings) {
   const fs::path root(dir);
   std::error_code error;
   fs::create_directories(root / "state", error);
@@ -37,7 +37,7 @@ void write_checkpoint(const std::string& dir, const std::string& source_model,
   }
   write_with_initializers(source_model, (root / "model.onnx").string(), trainer.initializers());
   const nlohmann::json manifest = {
-      {"format", 1}, {"steps", trainer.steps_taken()}, {"values", files}};
+      {"format", 1}, {"steps", trainer.steps_taken()}, {"settings", settings}, {"values", files}};
   const fs::path partial = root / "checkpoint.json.partial";
   {
     std::ofstream out(partial);
@@ -59,6 +59,8 @@ Checkpoint read_checkpoint(const std::string& dir) {
       throw InputError(path.string(), "unknown checkpoint format");
     checkpoint.steps = manifest.at("steps").get<int64_t>();
     if (checkpoint.steps < 0) throw InputError(path.string(), "negative steps");
+    if (manifest.contains("settings"))
+      checkpoint.settings = manifest.at("settings").get<std::map<std::string, std::string>>();
     for (const auto& [name, file] : manifest.at("values").items()) {
       const std::string relative = file.get<std::string>();
       if (relative.find("..") != std::string::npos || fs::path(relative).is_absolute())

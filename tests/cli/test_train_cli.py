@@ -102,7 +102,7 @@ def train(testcase, model, data, *args, expect_ok=True, env=None):
     testcase.assertEqual(numbers, list(range(numbers[0], numbers[0] + len(numbers))), "step numbers")
     for e in run.steps:
         testcase.assertTrue(math.isfinite(e["loss"]), e)
-        testcase.assertGreater(e["samples_per_second"], 0, e)
+        testcase.assertGreater(e["samples_per_s"], 0, e)
         testcase.assertIn("epoch", e)
     testcase.assertEqual(len(run.done), 1, "one done event")
     testcase.assertEqual(run.events[-1]["event"], "done", "the done event is the last line")
