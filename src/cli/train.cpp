@@ -310,6 +310,9 @@ int train(const TrainOptions& options) {
   const double predicted_step =
       gradient_plan.predicted.latency_seconds + update_plan.predicted.latency_seconds;
   const double simulated_step = simulated.latency_seconds + simulated_update.latency_seconds;
+  // What no plan of the two graphs beats on this cluster, and how close this one comes.
+  const double bound_step = gradient_plan.lower_bound + update_plan.lower_bound;
+  const double efficiency = predicted_step > 0 ? bound_step / predicted_step : 0;
   PlanExecutor update_executor(step.update.graph, update_plan, pointers);
   PlanExecutor eval_executor(evaluation.graph, eval_plan, pointers);
   const train::Runners runners{
@@ -347,16 +350,19 @@ int train(const TrainOptions& options) {
         {"steps_per_epoch", steps_per_epoch},
         {"strategy", gradient_plan.chosen.empty() ? gradient_plan.strategy : gradient_plan.chosen},
         {"predicted_step_s", predicted_step},
-        {"simulated_step_s", simulated_step}};
+        {"simulated_step_s", simulated_step},
+        {"lower_bound_step_s", bound_step},
+        {"efficiency", efficiency}};
     std::printf("%s\n", start.dump().c_str());
   } else {
     std::printf("training %s: %zu parameters (%s elements), %lld steps per epoch of %lld samples\n",
                 options.model.c_str(), step.gradients.parameters.size(),
                 si(static_cast<double>(parameter_count)).c_str(),
                 static_cast<long long>(steps_per_epoch), static_cast<long long>(options.batch));
-    std::printf("plan: %s; a step predicted %s (simulated %s)\n",
+    std::printf("plan: %s; a step predicted %s (simulated %s), bound %s (efficiency %.0f%%)\n",
                 plan_summary(gradient_plan, cost.cluster()).c_str(),
-                seconds_text(predicted_step).c_str(), seconds_text(simulated_step).c_str());
+                seconds_text(predicted_step).c_str(), seconds_text(simulated_step).c_str(),
+                seconds_text(bound_step).c_str(), 100 * efficiency);
   }
   std::fflush(stdout);
 
