@@ -300,6 +300,26 @@ std::string message_of(const std::exception& error) {
   return input && !input->subject().empty() ? input->subject() + ": " + error.what() : error.what();
 }
 
+// After a run the ranks agree on how it went: a rank whose part finished before another's device
+// failed must stop too, and each then knows which device failed. `what` and `device`: this
+// rank's failure, empty when it had none. Throws DeviceFailure on every rank when one failed.
+void agree_on_run(const distributed::MpiWorld& world, const std::string& what,
+                  const std::string& device) {
+  const std::vector<std::string> failed = world.all_gather(what);
+  const std::vector<std::string> failed_devices = world.all_gather(device);
+  for (size_t r = 0; r < failed.size(); ++r) {
+    if (failed[r].empty()) continue;
+    const size_t named =
+        static_cast<size_t>(std::find_if(failed_devices.begin(), failed_devices.end(),
+                                         [](const std::string& d) { return !d.empty(); }) -
+                            failed_devices.begin());
+    // A rank's own failure names it already; the others say they stopped for it.
+    throw DeviceFailure(
+        -1, named < failed_devices.size() ? failed_devices[named] : "",
+        what.empty() ? world.describe(world.rank()) + ": stopped: " + failed[r] : what);
+  }
+}
+
 // What each rank measured, as it travels to rank 0: per device of its own, the busy time of
 // every timed run; per timed run, the seconds and bytes received from each rank.
 struct RankFigures {
@@ -457,8 +477,6 @@ std::optional<RunReport> run_on_ranks(RankWorld& ranks, const RunOptions& option
         executor->set_recording({.every_run = true, .ops = record_ops});
         recording = true;
       }
-      // After each run the ranks agree on how it went: a rank whose part finished before
-      // another failed must stop too, and each then knows which device failed.
       std::string what, device;
       try {
         outputs = executor->run(root ? std::span<const Tensor>(inputs) : std::span<const Tensor>());
@@ -466,18 +484,7 @@ std::optional<RunReport> run_on_ranks(RankWorld& ranks, const RunOptions& option
         what = failure.what();
         device = failure.device_name();
       }
-      const std::vector<std::string> failed = world.all_gather(what);
-      const std::vector<std::string> failed_devices = world.all_gather(device);
-      for (size_t r = 0; r < failed.size(); ++r) {
-        if (failed[r].empty()) continue;
-        const size_t named =
-            static_cast<size_t>(std::find_if(failed_devices.begin(), failed_devices.end(),
-                                             [](const std::string& d) { return !d.empty(); }) -
-                                failed_devices.begin());
-        throw DeviceFailure(
-            -1, named < failed_devices.size() ? failed_devices[named] : "",
-            what.empty() ? world.describe(world.rank()) + ": stopped: " + failed[r] : what);
-      }
+      agree_on_run(world, what, device);
       const PlanExecutor::RunStats& stats = executor->stats();
       if (timed) {
         for (int d : positions) figures.busy[d].push_back(stats.busy_seconds[d]);
@@ -608,7 +615,6 @@ PlanExecutorOptions RankRuns::executor_options() {
 }
 
 std::vector<Tensor> RankRuns::run_here(PlanExecutor& executor, std::span<const Tensor> inputs) {
-  const distributed::MpiWorld& world = ranks_.world;
   std::string what, device;
   std::vector<Tensor> outputs;
   try {
@@ -617,15 +623,7 @@ std::vector<Tensor> RankRuns::run_here(PlanExecutor& executor, std::span<const T
     what = failure.what();
     device = failure.device_name();
   }
-  const std::vector<std::string> failed = world.all_gather(what);
-  const std::vector<std::string> failed_devices = world.all_gather(device);
-  for (size_t r = 0; r < failed.size(); ++r) {
-    if (failed[r].empty()) continue;
-    // A rank's own failure names it already; the others say they stopped for it.
-    throw DeviceFailure(
-        -1, failed_devices[r],
-        what.empty() ? world.describe(world.rank()) + ": stopped: " + failed[r] : what);
-  }
+  agree_on_run(ranks_.world, what, device);
   return outputs;
 }
 

@@ -367,7 +367,6 @@ int train(const TrainOptions& options) {
   std::fflush(stdout);
 
   train::Schedule schedule;
-  schedule.batch = options.batch;
   schedule.epochs = options.epochs;
   schedule.max_steps = options.steps;
   schedule.learning_rate = learning_rate;

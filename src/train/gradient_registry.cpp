@@ -19,6 +19,12 @@ void GradientContext::refuse(const std::string& why) const {
   throw InputError(node.label() + ": cannot differentiate: " + why);
 }
 
+int64_t GradientContext::axis(int64_t axis, size_t rank) const {
+  const int64_t r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r) refuse("axis " + std::to_string(axis) + " is out of range");
+  return axis < 0 ? axis + r : axis;
+}
+
 std::vector<int64_t> GradientContext::constant_ints(size_t i) const {
   const int id = input(i);
   if (id < 0) return {};

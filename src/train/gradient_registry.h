@@ -31,6 +31,9 @@ class GradientContext {
   int output_grad(size_t i = 0);
   // Throws InputError: "<node label>: cannot differentiate: <why>".
   [[noreturn]] void refuse(const std::string& why) const;
+  // `axis` of a tensor of `rank` dimensions counted from 0 (a negative one from the end), or a
+  // refusal when it is out of range.
+  int64_t axis(int64_t axis, size_t rank) const;
   // The constant contents of input i (axes, shapes, starts), or a refusal naming it.
   std::vector<int64_t> constant_ints(size_t i) const;
 

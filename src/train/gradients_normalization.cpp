@@ -8,12 +8,6 @@ namespace {
 using Grads = std::vector<int>;
 using Ints = std::vector<int64_t>;
 
-int64_t normalized_axis(GradientContext& ctx, int64_t axis, size_t rank) {
-  const int64_t r = static_cast<int64_t>(rank);
-  if (axis < -r || axis >= r) ctx.refuse("axis " + std::to_string(axis) + " is out of range");
-  return axis < 0 ? axis + r : axis;
-}
-
 // The mean over `axes`, kept as size-1 axes.
 int mean(GraphBuilder& b, int value, const Ints& axes) {
   int64_t count = 1;
@@ -27,7 +21,7 @@ Grads layer_norm_grads(GradientContext& ctx) {
   GraphBuilder& b = ctx.builder;
   const int x = ctx.input(0), scale = ctx.input(1);
   const size_t rank = ctx.input_shape(0).size();
-  const int64_t axis = normalized_axis(ctx, ctx.node.attr_int("axis", -1), rank);
+  const int64_t axis = ctx.axis(ctx.node.attr_int("axis", -1), rank);
   const float epsilon = ctx.node.attr_float("epsilon", 1e-5f);
   Ints axes;
   for (int64_t a = axis; a < static_cast<int64_t>(rank); ++a) axes.push_back(a);
@@ -51,8 +45,7 @@ Grads layer_norm_grads(GradientContext& ctx) {
 Grads softmax_grads(GradientContext& ctx) {
   GraphBuilder& b = ctx.builder;
   if (!ctx.wants(0)) return {-1};
-  const int64_t axis =
-      normalized_axis(ctx, ctx.node.attr_int("axis", -1), ctx.input_shape(0).size());
+  const int64_t axis = ctx.axis(ctx.node.attr_int("axis", -1), ctx.input_shape(0).size());
   const int y = ctx.output(0), dy = ctx.output_grad(0);
   return {b.mul(y, b.sub(dy, b.reduce_sum(b.mul(dy, y), {axis}, true)))};
 }
@@ -60,8 +53,7 @@ Grads softmax_grads(GradientContext& ctx) {
 Grads log_softmax_grads(GradientContext& ctx) {
   GraphBuilder& b = ctx.builder;
   if (!ctx.wants(0)) return {-1};
-  const int64_t axis =
-      normalized_axis(ctx, ctx.node.attr_int("axis", -1), ctx.input_shape(0).size());
+  const int64_t axis = ctx.axis(ctx.node.attr_int("axis", -1), ctx.input_shape(0).size());
   const int y = ctx.output(0), dy = ctx.output_grad(0);
   return {b.sub(dy, b.mul(b.add("Exp", {y}), b.reduce_sum(dy, {axis}, true)))};
 }

@@ -10,12 +10,6 @@ namespace {
 using Grads = std::vector<int>;
 using Ints = std::vector<int64_t>;
 
-int64_t normalized_axis(GradientContext& ctx, int64_t axis, size_t rank) {
-  const int64_t r = static_cast<int64_t>(rank);
-  if (axis < -r || axis >= r) ctx.refuse("axis " + std::to_string(axis) + " is out of range");
-  return axis < 0 ? axis + r : axis;
-}
-
 // Ops whose output is input 0's elements in another shape.
 Grads view_grads(GradientContext& ctx) {
   if (!ctx.wants(0)) return {-1};
@@ -37,8 +31,7 @@ Grads transpose_grads(GradientContext& ctx) {
 
 Grads concat_grads(GradientContext& ctx) {
   GraphBuilder& b = ctx.builder;
-  const int64_t axis =
-      normalized_axis(ctx, ctx.node.attr_int("axis", 0), b.shape(ctx.output(0)).size());
+  const int64_t axis = ctx.axis(ctx.node.attr_int("axis", 0), b.shape(ctx.output(0)).size());
   const int dy = ctx.output_grad(0);
   Grads grads;
   int64_t start = 0;
@@ -55,8 +48,7 @@ Grads concat_grads(GradientContext& ctx) {
 Grads split_grads(GradientContext& ctx) {
   if (!ctx.wants(0)) return {-1, -1};
   GraphBuilder& b = ctx.builder;
-  const int64_t axis =
-      normalized_axis(ctx, ctx.node.attr_int("axis", 0), ctx.input_shape(0).size());
+  const int64_t axis = ctx.axis(ctx.node.attr_int("axis", 0), ctx.input_shape(0).size());
   std::vector<int> parts;
   for (size_t i = 0; i < ctx.node.outputs.size(); ++i) parts.push_back(ctx.output_grad(i));
   return {b.add("Concat", parts, {{"axis", axis}}), -1};
@@ -78,7 +70,7 @@ Grads slice_grads(GradientContext& ctx) {
   Ints pads(2 * rank, 0);
   for (size_t i = 0; i < starts.size(); ++i) {
     if (steps[i] != 1) ctx.refuse("a step other than 1");
-    const size_t axis = static_cast<size_t>(normalized_axis(ctx, axes[i], rank));
+    const size_t axis = static_cast<size_t>(ctx.axis(axes[i], rank));
     const int64_t dim = in[axis];
     const auto clamp = [dim](int64_t v) {
       if (v < 0) v += dim;
@@ -110,7 +102,7 @@ Grads pad_grads(GradientContext& ctx) {
   for (size_t i = 0; i < axes.size(); ++i) {
     const int64_t begin = pads[i], end = pads[i + axes.size()];
     if (begin < 0 || end < 0) ctx.refuse("negative pads");
-    const size_t axis = static_cast<size_t>(normalized_axis(ctx, axes[i], rank));
+    const size_t axis = static_cast<size_t>(ctx.axis(axes[i], rank));
     starts.push_back(begin);
     ends.push_back(begin + in[axis]);
     slice_axes.push_back(static_cast<int64_t>(axis));
@@ -126,7 +118,7 @@ Grads gather_grads(GradientContext& ctx) {
   GraphBuilder& b = ctx.builder;
   const Shape& data = ctx.input_shape(0);
   const size_t rank = data.size();
-  const size_t axis = static_cast<size_t>(normalized_axis(ctx, ctx.node.attr_int("axis", 0), rank));
+  const size_t axis = static_cast<size_t>(ctx.axis(ctx.node.attr_int("axis", 0), rank));
   const size_t index_rank = ctx.input_shape(1).size();
   int indices = ctx.input(1);
   // Negative indices count from the end.
@@ -193,7 +185,7 @@ Grads reduce_grads(GradientContext& ctx) {
   Shape kept = in;
   int64_t count = 1;
   for (int64_t axis : axes) {
-    const size_t a = static_cast<size_t>(normalized_axis(ctx, axis, rank));
+    const size_t a = static_cast<size_t>(ctx.axis(axis, rank));
     count *= in[a];
     kept[a] = 1;
   }

@@ -14,8 +14,8 @@ namespace tandem::train {
 // Runs one graph on its devices: inputs follow graph.inputs, outputs graph.outputs (host memory).
 using GraphRunner = std::function<std::vector<Tensor>(std::span<const Tensor> inputs)>;
 
+// How fit() goes over the data; the batch is the training graphs' (bound when they were built).
 struct Schedule {
-  int64_t batch = 32;
   int epochs = 1;
   int64_t max_steps = 0;  // > 0: stop after this many steps in all
   float learning_rate = 0.01f;
