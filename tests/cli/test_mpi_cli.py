@@ -251,8 +251,9 @@ class MpiTrain(unittest.TestCase):
             with self.subTest(extra=extra):
                 result = mpirun(2, *self.args, "--cluster", cluster("mpi-two-hosts.yaml"), *extra)
                 self.assertEqual(result.returncode, 0, result.stderr)
-                start = next(json.loads(line) for line in result.stdout.splitlines()
-                             if line.startswith('{"event":"start"'))
+                lines = [json.loads(line) for line in result.stdout.splitlines()
+                         if line.startswith("{")]
+                start = next(line for line in lines if line["event"] == "start")
                 self.assertGreaterEqual(start["segments"], 2)
                 curve = self.losses(result.stdout)
                 self.assertEqual(len(curve), len(self.single))
