@@ -12,7 +12,7 @@
 #         (45) from its corpus, two at a time; a finding is written to build-fuzz/findings/
 #         and fails the job
 # Suppressions: tests/sanitizers/<asan|lsan|ubsan|tsan>.supp, used when present, may name other
-# projects' libraries only, each with why; none is needed today (docs/SECURITY.md).
+# projects' libraries only, each with why (docs/SECURITY.md): lsan.supp names XLA's CPU plugin.
 # Environment: TANDEM_SANITIZER_JOBS="asan tsan fuzz" picks jobs; TANDEM_SKIP_SANITIZERS=1 skips
 # them all, except under CI=true; TANDEM_CI_SUMMARY=FILE appends the summary to FILE.
 set -euo pipefail

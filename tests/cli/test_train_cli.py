@@ -863,8 +863,7 @@ if __name__ == "__main__":
     parser.add_argument("--sanitized", action="store_true",
                         help="a sanitizer build: leave out the digits' 30 epochs (the same code as "
                              "the other classes, 10x slower there) and the PJRT steps (PJRT runs "
-                             "under the sanitizers in pjrt_tests; XLA's compiler leaks a few bytes "
-                             "now and then under LeakSanitizer)")
+                             "under the sanitizers in pjrt_tests)")
     args, rest = parser.parse_known_args()
     if args.sanitized:
         for left_out in ("Digits", "OnPjrt"):
