@@ -6,7 +6,9 @@ batch; 4 micro-batches under GPipe and 1F1B) and data-parallel. A benchmark, nev
 Per configuration: the median step time after the first (which compiles), the plan's predicted
 and the simulator's step, the simulated peak memory per device and the process's peak RSS
 (/usr/bin/time), and the loss of the last step (the same data, --no-shuffle). Rounds alternate the
-configurations; the table holds the median over rounds.
+configurations; the table holds the median over rounds. A last row trains the same network in
+PyTorch eager on 2 threads: torchvision's resnet18 with each BatchNorm folded away as the export
+folded it (convolutions with a bias, no BatchNorm), SGD, the same batch.
 
 Usage: .venv/bin/python bench/train_schedules.py [--tandem build/src/tandem] [--batch 8]
           [--steps 4] [--rounds 2] [--model zoo/real/resnet18/model.onnx]
@@ -17,6 +19,7 @@ import os
 import statistics
 import subprocess
 import tempfile
+import time
 
 import numpy as np
 
@@ -58,6 +61,38 @@ def run(tandem, model, data, batch, steps, extra):
             "loss": losses[-1]}
 
 
+def torch_step_seconds(batch, steps):
+    import torch
+    import torchvision
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18()
+
+    def fold(module):  # the exported graph's arithmetic: Conv with a bias, no BatchNorm
+        for name, child in module.named_children():
+            if isinstance(child, torch.nn.BatchNorm2d):
+                setattr(module, name, torch.nn.Identity())
+            elif isinstance(child, torch.nn.Conv2d):
+                setattr(module, name, torch.nn.Conv2d(child.in_channels, child.out_channels,
+                                                      child.kernel_size, child.stride,
+                                                      child.padding, bias=True))
+            else:
+                fold(child)
+    fold(model)
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(batch, 3, 224, 224)
+    y = torch.randint(0, 1000, (batch,))
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times[1:])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tandem", default=os.path.join(REPO, "build", "src", "tandem"))
@@ -89,6 +124,8 @@ def main():
         print(f"| {name} | {runs[0]['strategy']} | {median('step_s') * 1e3:.0f} | "
               f"{runs[0]['predicted_s'] * 1e3:.0f} | {runs[0]['simulated_s'] * 1e3:.0f} | {memory} | "
               f"{median('rss_mb'):.0f} | {runs[-1]['loss']:.4f} |")
+    torch_s = statistics.median(torch_step_seconds(args.batch, args.steps) for _ in range(args.rounds))
+    print(f"| PyTorch eager, 2 threads | - | {torch_s * 1e3:.0f} | - | - | - | - | - |")
 
 
 if __name__ == "__main__":
