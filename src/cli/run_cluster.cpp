@@ -320,6 +320,31 @@ void agree_on_run(const distributed::MpiWorld& world, const std::string& what,
   }
 }
 
+// This rank's devices of the cluster, null for the other ranks'; when one rank cannot start its
+// devices, every rank throws InputError naming it.
+std::vector<std::unique_ptr<Device>> start_rank_devices(const distributed::MpiWorld& world,
+                                                        const Cluster& cluster,
+                                                        const std::vector<int>& rank_of_device) {
+  Cluster mine = cluster;
+  mine.devices.clear();
+  std::vector<int> positions;
+  for (size_t d = 0; d < cluster.devices.size(); ++d) {
+    if (rank_of_device[d] != world.rank()) continue;
+    mine.devices.push_back(cluster.devices[d]);
+    positions.push_back(static_cast<int>(d));
+  }
+  std::vector<std::unique_ptr<Device>> devices(cluster.devices.size());
+  std::string error;
+  try {
+    std::vector<std::unique_ptr<Device>> made = make_devices(mine, false);
+    for (size_t k = 0; k < made.size(); ++k) devices[positions[k]] = std::move(made[k]);
+  } catch (const std::exception& failure) {
+    error = message_of(failure);
+  }
+  agree(world, error, "cannot start its devices");
+  return devices;
+}
+
 // What each rank measured, as it travels to rank 0: per device of its own, the busy time of
 // every timed run; per timed run, the seconds and bytes received from each rank.
 struct RankFigures {
@@ -401,23 +426,11 @@ std::optional<RunReport> run_on_ranks(RankWorld& ranks, const RunOptions& option
                                                           options.rank_hosts, options.cluster);
 
   // This rank's devices only; every rank starts its own (or all stop, naming it) before work.
-  Cluster mine = cost.cluster();
-  mine.devices.clear();
-  std::vector<int> positions;
-  for (size_t d = 0; d < cost.cluster().devices.size(); ++d) {
-    if (map.rank_of_device[d] != world.rank()) continue;
-    mine.devices.push_back(cost.cluster().devices[d]);
-    positions.push_back(static_cast<int>(d));
-  }
-  std::vector<std::unique_ptr<Device>> devices(cost.cluster().devices.size());
-  std::string error;
-  try {
-    std::vector<std::unique_ptr<Device>> made = make_devices(mine, false);
-    for (size_t k = 0; k < made.size(); ++k) devices[positions[k]] = std::move(made[k]);
-  } catch (const std::exception& failure) {
-    error = message_of(failure);
-  }
-  agree(world, error, "cannot start its devices");
+  const std::vector<std::unique_ptr<Device>> devices =
+      start_rank_devices(world, cost.cluster(), map.rank_of_device);
+  std::vector<int> positions;  // this rank's devices, by plan index
+  for (size_t d = 0; d < devices.size(); ++d)
+    if (devices[d]) positions.push_back(static_cast<int>(d));
 
   const BatchSplit split = batch_split_of(options, input_files, model, options.fuse);
   PlanOptions plan_options;
@@ -579,24 +592,7 @@ RankRuns::~RankRuns() = default;
 int RankRuns::rank() const { return ranks_.world.rank(); }
 
 std::vector<std::unique_ptr<Device>> RankRuns::start_devices(const Cluster& cluster) {
-  Cluster mine = cluster;
-  mine.devices.clear();
-  std::vector<int> positions;
-  for (size_t d = 0; d < cluster.devices.size(); ++d) {
-    if (rank_of_device_[d] != rank()) continue;
-    mine.devices.push_back(cluster.devices[d]);
-    positions.push_back(static_cast<int>(d));
-  }
-  std::vector<std::unique_ptr<Device>> devices(cluster.devices.size());
-  std::string error;
-  try {
-    std::vector<std::unique_ptr<Device>> made = make_devices(mine, false);
-    for (size_t k = 0; k < made.size(); ++k) devices[positions[k]] = std::move(made[k]);
-  } catch (const std::exception& failure) {
-    error = message_of(failure);
-  }
-  cli::agree(ranks_.world, error, "cannot start its devices");
-  return devices;
+  return start_rank_devices(ranks_.world, cluster, rank_of_device_);
 }
 
 std::string RankRuns::broadcast(const std::string& text) { return ranks_.world.broadcast(text); }

@@ -138,10 +138,24 @@ BatchSplit gradient_split(const train::TrainingGraph& gradients, const TrainOpti
     result.output_axis.push_back(0);
     result.output_summed.push_back(join == train::OutputJoin::kSum);
   }
-  result.graph_for = [&options, &split, names, initializers, settings](int64_t samples) {
+  result.graph_for = [&options, &split, &gradients, names, initializers,
+                      settings](int64_t samples) {
     const ImportedModel piece = load_bound(options, split, names, samples);
     auto graph = std::make_shared<train::TrainingGraph>(
         train::build_gradient_graph(piece.graph, initializers, settings, options.batch));
+    // A gradient sums a broadcast operand over its size-1 axes; with one sample the batch axis
+    // is size 1 too, and the piece's graph can come out with other nodes than the batch's.
+    const auto& built = graph->graph.nodes;
+    const auto& whole = gradients.graph.nodes;
+    if (built.size() != whole.size() ||
+        !std::equal(built.begin(), built.end(), whole.begin(),
+                    [](const Node& a, const Node& b) { return a.name == b.name; })) {
+      throw InputError("--batch " + std::to_string(options.batch),
+                       "a piece of " + std::to_string(samples) +
+                           " sample(s) gives this model a gradient graph of other nodes than "
+                           "the whole batch's (a broadcast over the batch axis looks alike at "
+                           "one sample): use fewer micro-batches or shares of 2 or more samples");
+    }
     return std::shared_ptr<const Graph>(graph, &graph->graph);
   };
   return result;
@@ -275,6 +289,12 @@ int train(const TrainOptions& options) {
     gradient_plan = plan_gradients();
   }
 
+  if (root && options.microbatches > gradient_plan.microbatches && !options.json) {
+    std::fprintf(
+        stderr, "note: %d micro-batch(es), not %d: the %s plan runs each batch so\n",
+        gradient_plan.microbatches, options.microbatches,
+        (gradient_plan.chosen.empty() ? gradient_plan.strategy : gradient_plan.chosen).c_str());
+  }
   std::vector<Device*> pointers;
   for (const auto& device : devices) pointers.push_back(device.get());
   PlanExecutorOptions gradient_executor_options =

@@ -792,6 +792,24 @@ class BadInput(TrainTest):
         # the baseline the cases below break one thing of
         train(self, self.mlp, self.good, "--batch", 4)
 
+    def test_pieces_of_one_sample_that_change_the_gradient_graph(self):
+        # y = (x + p) W^T with p [1, 64] broadcast over the batch: a piece of one sample cannot
+        # tell that broadcast from its batch of one, and its gradient graph has other nodes.
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 64])
+        out = helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", 10])
+        rng = np.random.default_rng(4)
+        p = numpy_helper.from_array(rng.standard_normal((1, 64)).astype(np.float32), "p")
+        w = numpy_helper.from_array(rng.standard_normal((10, 64)).astype(np.float32), "w")
+        graph = helper.make_graph([helper.make_node("Add", ["x", "p"], ["shifted"]),
+                                   helper.make_node("Gemm", ["shifted", "w"], ["out"], transB=1)],
+                                  "broadcast", [x], [out], [p, w])
+        model = self.path("broadcast.onnx")
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+        split = ["--cluster", cluster("cpu-split.yaml"), "--strategy", "data-parallel"]
+        result = train(self, model, self.good, "--batch", 2, *split, expect_ok=False)
+        one_line_error(self, result, "", "2 or more samples")
+        train(self, model, self.good, "--batch", 4, "--steps", 2, *split)  # shares of 2: fine
+
     def test_missing_data(self):
         one_line_error(self, tandem("train", self.mlp), "", "--data")
 
