@@ -15,9 +15,9 @@
 #include "calibrate/op_history.h"
 #include "cli/commands.h"
 #include "ir/error.h"
-#include "ir/fuse.h"
 #include "report/json_schema.h"
 #include "report/table.h"
+#include "runtime/constant_folding.h"
 #include "util/random_tensor.h"
 
 namespace tandem::cli {
@@ -124,7 +124,7 @@ std::vector<ImportedModel> load_models(const CalibrateOptions& options) {
     model_options.shapes = options.shapes;
     model_options.json = options.json;
     models.push_back(load_model(model_options));
-    fuse_for_inference(models.back().graph);
+    prepare_for_inference(models.back().graph);
   }
   return models;
 }

@@ -11,9 +11,9 @@
 
 #include "cli/commands.h"
 #include "ir/error.h"
-#include "ir/fuse.h"
 #include "plan/strategy.h"
 #include "report/compare_report.h"
+#include "runtime/constant_folding.h"
 #include "sim/simulator.h"
 
 namespace tandem::cli {
@@ -72,7 +72,7 @@ int compare_command(const CompareOptions& options) {
   if (unknown_strategy) throw *unknown_strategy;
   const std::map<std::string, Tensor> input_files = read_input_files(options);
   ImportedModel model = load_model(options, input_files);
-  if (options.fuse) fuse_for_inference(model.graph);
+  if (options.fuse) prepare_for_inference(model.graph);
   const BatchSplit split = batch_split_of(options, input_files, model, options.fuse);
 
   CompareReport report;

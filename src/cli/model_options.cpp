@@ -4,8 +4,8 @@
 
 #include "cli/commands.h"
 #include "ir/error.h"
-#include "ir/fuse.h"
 #include "onnx/batch_split.h"
+#include "runtime/constant_folding.h"
 #include "util/npy.h"
 
 namespace tandem::cli {
@@ -117,7 +117,7 @@ BatchSplit batch_split_of(const ModelOptions& options,
                           const std::map<std::string, Tensor>& input_files,
                           const ImportedModel& model, bool fuse) {
   std::function<void(Graph&)> prepare;
-  if (fuse) prepare = [](Graph& graph) { fuse_for_inference(graph); };
+  if (fuse) prepare = [](Graph& graph) { prepare_for_inference(graph); };
   return find_batch_split(model, import_options(options, input_files), prepare);
 }
 

@@ -5,7 +5,6 @@
 
 #include "cli/commands.h"
 #include "ir/error.h"
-#include "ir/fuse.h"
 #include "plan/compare.h"
 #include "plan/evaluate.h"
 #include "plan/plan_json.h"
@@ -14,6 +13,7 @@
 #include "report/html_report.h"
 #include "report/plan_report.h"
 #include "report/table.h"
+#include "runtime/constant_folding.h"
 #include "sim/simulator.h"
 #include "sim/summary.h"
 
@@ -71,7 +71,7 @@ HtmlReport plan_html(const PlanReport& report, const PlanningProblem& problem,
 int plan_command(const PlanCommandOptions& options) {
   const std::map<std::string, Tensor> input_files = read_input_files(options);
   ImportedModel model = load_model(options, input_files);
-  if (options.fuse) fuse_for_inference(model.graph);
+  if (options.fuse) prepare_for_inference(model.graph);
   const Graph& graph = model.graph;
   const Cluster cluster = load_cluster(options.cluster);
   const CostModel cost(cluster);

@@ -13,11 +13,11 @@
 #include "cli/run_cluster.h"
 #include "cli/timed_runs.h"
 #include "ir/error.h"
-#include "ir/fuse.h"
 #include "plan/plan_json.h"
 #include "report/model_summary.h"
 #include "report/run_report.h"
 #include "report/table.h"
+#include "runtime/constant_folding.h"
 #include "runtime/executor.h"
 #include "runtime/fault.h"
 #include "runtime/memory_limit.h"
@@ -131,7 +131,8 @@ void check_options(const RunOptions& options) {
     throw InputError("--plan and --strategy", "give one: a plan file, or a strategy to plan with");
 }
 
-void say_model_decisions(const ImportedModel& model, const FusionStats& fusion, bool fused) {
+void say_model_decisions(const ImportedModel& model, const InferencePreparation& prepared,
+                         bool fused) {
   std::string dims;
   for (const auto& [name, size] : model.bound_dims) {
     const bool defaulted = std::find(model.unbound_dims.begin(), model.unbound_dims.end(), name) !=
@@ -146,10 +147,19 @@ void say_model_decisions(const ImportedModel& model, const FusionStats& fusion, 
     std::fprintf(stderr, "verbose: fusion: off (--no-fusion)\n");
     return;
   }
+  const ConstantFolding& folding = prepared.constants;
+  std::fprintf(stderr,
+               "verbose: constants: %d nodes of constant inputs folded at load (%s) in %s; %d "
+               "left to run (outputs over %s)\n",
+               folding.nodes, human_bytes(static_cast<double>(folding.bytes)).c_str(),
+               seconds_text(folding.seconds).c_str(), folding.over_cap,
+               human_bytes(static_cast<double>(kMaxFoldedConstantBytes)).c_str());
+  const FusionStats& fusion = prepared.fusion;
   std::fprintf(stderr,
                "verbose: fusion: %d BatchNormalization folded into Conv, %d residual Add and %d "
-               "activations fused into Conv/Gemm/MatMul\n",
-               fusion.batch_norms_folded, fusion.residuals_fused, fusion.activations_fused);
+               "activations fused into Conv/Gemm/MatMul, %d embedding-bag Loops as EmbeddingBag\n",
+               fusion.batch_norms_folded, fusion.residuals_fused, fusion.activations_fused,
+               fusion.embedding_bags_fused);
 }
 
 // Per op type, how many of its nodes each implementation ran ("Conv: 9 oneDNN brg_conv_fwd:avx2").
@@ -236,9 +246,9 @@ int run_command(const RunOptions& given) {
   cpu::set_cpu_threads(options.threads);
   const std::map<std::string, Tensor> input_files = read_input_files(options);
   ImportedModel model = load_model(options, input_files);
-  FusionStats fusion;
-  if (options.fuse) fusion = fuse_for_inference(model.graph);
-  if (options.verbose) say_model_decisions(model, fusion, options.fuse);
+  InferencePreparation prepared;
+  if (options.fuse) prepared = prepare_for_inference(model.graph);
+  if (options.verbose) say_model_decisions(model, prepared, options.fuse);
   const Graph& graph = model.graph;
   const std::map<std::string, Tensor> expected = read_expected(options, graph);
   const std::vector<Tensor> inputs = prepare_inputs(graph, options, input_files);

@@ -2,12 +2,12 @@
 
 #include "cli/commands.h"
 #include "ir/error.h"
-#include "ir/fuse.h"
 #include "plan/plan_json.h"
 #include "report/html_report.h"
 #include "report/json_schema.h"
 #include "report/table.h"
 #include "report/timeline.h"
+#include "runtime/constant_folding.h"
 #include "sim/simulator.h"
 #include "sim/summary.h"
 
@@ -43,7 +43,7 @@ int simulate_command(const SimulateOptions& options) {
                                                "was made with do not fit the model (") +
                                        error.what() + ")");
   }
-  if (fuse) fuse_for_inference(model.graph);
+  if (fuse) prepare_for_inference(model.graph);
   const Cluster cluster = load_cluster(cluster_file);
   const CostModel cost(cluster);
   const BatchSplit split = batch_split_of(model_options, {}, model, fuse);

@@ -2,6 +2,9 @@
 
 #include <cmath>
 
+#include "ir/fuse_embedding_bag.h"
+#include "ir/infer.h"
+
 namespace tandem {
 namespace {
 
@@ -20,6 +23,7 @@ class Fuser {
         fuse_residual(n);
       }
       if (op == "Conv" || op == "Gemm" || op == "MatMul") fuse_activation(n);
+      if (op == "Loop") fuse_embedding_bag(n);
     }
     size_t kept = 0;
     for (size_t n = 0; n < graph_.nodes.size(); ++n) {
@@ -165,6 +169,14 @@ class Fuser {
     conv.inputs.push_back(other);
     absorb(n, static_cast<size_t>(next));
     ++stats_.residuals_fused;
+  }
+
+  void fuse_embedding_bag(size_t n) {
+    std::optional<Node> fused = embedding_bag_from_loop(graph_, graph_.nodes[n]);
+    if (!fused) return;
+    graph_.nodes[n] = std::move(*fused);
+    infer_node(graph_, graph_.nodes[n]);
+    ++stats_.embedding_bags_fused;
   }
 
   void fuse_activation(size_t n) {

@@ -7,6 +7,7 @@ struct FusionStats {
   int batch_norms_folded = 0;
   int residuals_fused = 0;
   int activations_fused = 0;
+  int embedding_bags_fused = 0;
 };
 
 // Rewrites an inferred graph for inference, as ONNX Runtime's level-2 optimisations do:

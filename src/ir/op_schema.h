@@ -68,6 +68,8 @@ struct OpSchema {
   bool output_aliases_input = false;
   // Output shapes depend on input contents beyond what `infer` can know (NonZero, NMS...).
   bool data_dependent_shape = false;
+  // Made only by Tandem's own rewrites (ir/fuse.h), never read from a model file.
+  bool internal = false;
 };
 
 // The registry of op schemas, keyed by op type. Families register in ops/*.cpp.

@@ -9,6 +9,7 @@
 
 #include "ir/error.h"
 #include "ir/infer.h"
+#include "ir/op_schema.h"
 #include "onnx/tensor_proto.h"
 
 namespace tandem {
@@ -207,6 +208,10 @@ void Importer::convert_graph(const onnx::GraphProto& proto, Graph& graph, const 
     node.name = proto_node.name();
     node.op_type = proto_node.op_type();
     node.domain = proto_node.domain() == "ai.onnx" ? "" : proto_node.domain();
+    if (const OpSchema* schema = OpRegistry::instance().find(node.op_type);
+        schema && schema->internal) {
+      throw InputError(node.label() + ": unsupported op '" + node.op_type + "'");
+    }
     for (const std::string& name : proto_node.input())
       node.inputs.push_back(resolve(name, graph, parent));
     for (const onnx::AttributeProto& attr : proto_node.attribute()) {

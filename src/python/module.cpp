@@ -21,7 +21,6 @@
 #include "devices/cluster.h"
 #include "devices/cluster_json.h"
 #include "ir/error.h"
-#include "ir/fuse.h"
 #include "onnx/batch_split.h"
 #include "onnx/importer.h"
 #include "plan/compare.h"
@@ -32,6 +31,7 @@
 #include "report/model_summary.h"
 #include "report/plan_report.h"
 #include "report/timeline.h"
+#include "runtime/constant_folding.h"
 #include "runtime/executor.h"
 #include "runtime/fault.h"
 #include "runtime/plan_executor.h"
@@ -84,7 +84,7 @@ std::shared_ptr<LoadedModel> import_model(std::string path, std::map<std::string
     throw InputError("dims['" + name + "']",
                      "the model's inputs have no symbolic dimension '" + name + "'");
   }
-  if (fuse) fuse_for_inference(model->imported.graph);
+  if (fuse) prepare_for_inference(model->imported.graph);
   return model;
 }
 
@@ -248,7 +248,7 @@ struct PlanState {
   void make_problem(const std::function<PlanOptions(const BatchSplit&)>& options_for) {
     cost = std::make_unique<CostModel>(*cluster);
     std::function<void(Graph&)> prepare;
-    if (model->fused) prepare = [](Graph& graph) { fuse_for_inference(graph); };
+    if (model->fused) prepare = [](Graph& graph) { prepare_for_inference(graph); };
     split = find_batch_split(model->imported, model->import_options(), prepare);
     problem = std::make_unique<PlanningProblem>(model->graph(), cost->cluster(), *cost,
                                                 options_for(split));

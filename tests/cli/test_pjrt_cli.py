@@ -71,14 +71,16 @@ class RunOnPjrt(unittest.TestCase):
             self.assertLess(runs[1]["load_s"], runs[0]["compile_s"])
 
     def test_hybrid_plan_runs_what_pjrt_cannot_on_the_cpu_backend(self):
-        # gpt has a Trilu, which has no lowering: greedy with pjrt0 first leaves it on cpu0.
+        # postproc's TopK has no lowering, and its NonZero and If have data-dependent shapes:
+        # pinned to cpu0, they run there and the rest on pjrt0.
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "plan.json")
-            result = tandem("plan", *model_args("gpt")[:3], "--cluster", cluster(), "--strategy",
-                            "greedy", "--pin", "*=pjrt0", "--pin", "Trilu=cpu0", "-o", path)
+            result = tandem("plan", model_args("postproc")[0], "--cluster", cluster(),
+                            "--strategy", "greedy", "--pin", "*=pjrt0", "--pin", "TopK=cpu0",
+                            "--pin", "NonZero=cpu0", "--pin", "If=cpu0", "-o", path)
             self.assertEqual(result.returncode, 0, result.stderr)
-            result = tandem("run", *model_args("gpt"), "--cluster", cluster(), "--plan", path,
-                            "--iterations", "2")
+            result = tandem("run", *model_args("postproc"), "--cluster", cluster(), "--plan",
+                            path, "--iterations", "2")
             self.assertEqual(result.returncode, 0, result.stderr)
             self.assertIn("matches", result.stdout)
             self.assertNotIn("NO", result.stdout)
@@ -100,10 +102,10 @@ class RunOnPjrt(unittest.TestCase):
             self.assertIn("cpu0 busy", recovered.stdout)
 
     def test_op_without_lowering_is_named_by_the_planner(self):
-        result = tandem("plan", *model_args("gpt")[:3], "--cluster", cluster(), "--strategy",
+        result = tandem("plan", model_args("postproc")[0], "--cluster", cluster(), "--strategy",
                         "single:pjrt0")
         self.assertEqual(result.returncode, 2)
-        self.assertIn("PJRT: no StableHLO lowering for Trilu", result.stderr)
+        self.assertIn("PJRT: no StableHLO lowering for TopK", result.stderr)
 
     def test_plugin_found_without_environment(self):
         # No plugin: in the cluster file and no $TANDEM_PJRT_PLUGIN: the CPU plugin that setup

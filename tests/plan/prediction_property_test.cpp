@@ -28,9 +28,10 @@ constexpr double kListTolerance = 0.05;
 // Pipelines: the evaluator's closed form (every stage and transfer once, then M - 1 intervals
 // of the busiest device or pair) cannot overlap what a device holding several stages, or
 // parallel branches of transfers, overlap in the simulator, which may be faster by this much
-// (27% at most in this sweep: gpt, batch 8, 4 micro-batches on h100-4xv5e), never slower by
-// more than kListTolerance.
-constexpr double kPipelineFaster = 0.30;
+// (31% at most in this sweep: torch_embeddingbag, batch 1, on h100-4xv5e, since its bags are
+// one EmbeddingBag node instead of a Loop; 27% for gpt, batch 8, 4 micro-batches), never slower
+// by more than kListTolerance.
+constexpr double kPipelineFaster = 0.35;
 
 struct ZooModel {
   std::string name;

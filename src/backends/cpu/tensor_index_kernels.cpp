@@ -1,5 +1,5 @@
 // Kernels of the indexing ops: Gather, GatherElements, GatherND, ScatterND, ScatterElements,
-// OneHot. Index values are known only now, so they are range-checked here.
+// OneHot, EmbeddingBag. Index values are known only now, so they are range-checked here.
 #include <algorithm>
 #include <cstring>
 
@@ -234,6 +234,64 @@ void one_hot(const Node& node, std::span<const Tensor> inputs, std::span<Tensor>
   });
 }
 
+// One bag's [begin, end) in `indices`, resolved as Slice resolves a start and an end.
+std::pair<int64_t, int64_t> bag_range(int64_t start, int64_t end, int64_t length) {
+  const auto clamp = [length](int64_t bound) {
+    if (bound < 0) bound += length;
+    return std::clamp<int64_t>(bound, 0, length);
+  };
+  return {clamp(start), std::max(clamp(start), clamp(end))};
+}
+
+// What the Loop it replaces computes (ir/fuse_embedding_bag.h), without a body run per bag:
+// each bag's rows summed in place, in the order the Loop's ReduceSum adds them. Only the indices
+// some bag reads are range-checked, as the Loop's Gather checks only those.
+void embedding_bag(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> outputs) {
+  const Tensor& table = inputs[0];
+  const int64_t rows = table.dim(0);
+  const int64_t width = table.numel() / std::max<int64_t>(rows, 1);
+  std::vector<int64_t> indices = inputs[1].to_int64s();
+  const std::vector<int64_t> starts = inputs[2].to_int64s();
+  const std::vector<int64_t> ends = inputs[3].to_int64s();
+  const int64_t bags = outputs[0].dim(0);
+  const auto length = static_cast<int64_t>(indices.size());
+  std::vector<std::pair<int64_t, int64_t>> ranges(static_cast<size_t>(bags));
+  for (int64_t bag = 0; bag < bags; ++bag) {
+    for (const std::vector<int64_t>* bounds : {&starts, &ends}) {
+      if (bag >= static_cast<int64_t>(bounds->size())) {
+        throw InputError(node.label() + ": index " + std::to_string(bag) +
+                         " is out of range for a dim of " + std::to_string(bounds->size()));
+      }
+    }
+    ranges[bag] = bag_range(starts[bag], ends[bag], length);
+    for (int64_t j = ranges[bag].first; j < ranges[bag].second; ++j) {
+      int64_t& index = indices[j];
+      if (index < -rows || index >= rows) {
+        throw InputError(node.label() + ": index " + std::to_string(index) +
+                         " is out of range for a dim of " + std::to_string(rows));
+      }
+      if (index < 0) index += rows;
+    }
+  }
+  const bool mean = node.attr_string("mode", "sum") == "mean";
+  const float* src = table.data<float>();
+  float* dst = outputs[0].data<float>();
+#pragma omp parallel for schedule(static) if (bags * width * 4 > kParallelBytes)
+  for (int64_t bag = 0; bag < bags; ++bag) {
+    const auto [begin, end] = ranges[bag];
+    float* out = dst + bag * width;
+    std::fill(out, out + width, 0.0f);
+    for (int64_t j = begin; j < end; ++j) {
+      const float* row = src + indices[j] * width;
+      for (int64_t c = 0; c < width; ++c) out[c] += row[c];
+    }
+    if (mean) {
+      const auto count = static_cast<float>(end - begin);
+      for (int64_t c = 0; c < width; ++c) out[c] /= count;
+    }
+  }
+}
+
 }  // namespace
 
 void register_index_kernels(KernelRegistry& registry) {
@@ -243,6 +301,7 @@ void register_index_kernels(KernelRegistry& registry) {
   registry.add("ScatterND", scatter_nd, Elements::kAny);
   registry.add("ScatterElements", scatter_elements, Elements::kAny);
   registry.add("OneHot", one_hot);
+  registry.add("EmbeddingBag", embedding_bag);
 }
 
 }  // namespace tandem::cpu

@@ -1,6 +1,6 @@
 // CUDA kernels of the indexing ops: Gather, GatherElements, GatherND, ScatterND,
-// ScatterElements (reduction none), OneHot. The CPU throws on an index out of range; here the
-// indices stay on the device, so such an index gathers 0 and a scatter skips it (see
+// ScatterElements (reduction none), OneHot, EmbeddingBag. The CPU throws on an index out of range;
+// here the indices stay on the device, so such an index gathers 0 and a scatter skips it (see
 // tensor_index_launch.h).
 #include "backends/cuda/tensor_index_launch.h"
 #include "backends/cuda/tensor_internal.h"
@@ -168,6 +168,43 @@ class OneHotKernel final : public Kernel {
   DType dtype_;
 };
 
+class EmbeddingBagKernel final : public Kernel {
+ public:
+  EmbeddingBagKernel(const KernelSpec& spec, CudaContext& context)
+      : node_(spec.node), context_(context) {}
+  void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override {
+    const Tensor& table = inputs[0];
+    const int64_t bags = outputs[0].dim(0);
+    // Bounds the bags would read past are an error the host can see, as the CPU reports it.
+    for (size_t i : {size_t{2}, size_t{3}}) {
+      if (inputs[i].numel() < bags) {
+        throw InputError(node_.label() + ": index " + std::to_string(inputs[i].numel()) +
+                         " is out of range for a dim of " + std::to_string(inputs[i].numel()));
+      }
+    }
+    const int64_t rows = table.dim(0);
+    launch_embedding_bag(table.data<float>(), inputs[1].raw(), inputs[2].raw(), inputs[3].raw(),
+                         index_elem(inputs[1]), outputs[0].data<float>(), rows,
+                         rows ? table.numel() / rows : 0, inputs[1].numel(), bags,
+                         node_.attr_string("mode", "sum") == "mean", context_.stream());
+  }
+
+ private:
+  const Node& node_;
+  CudaContext& context_;
+};
+
+std::string embedding_bag_refusal(const Node& node, const Graph& graph) {
+  const DType index = graph.values[node.inputs[1]].type.dtype;
+  for (size_t i : {size_t{2}, size_t{3}}) {
+    if (graph.values[node.inputs[i]].type.dtype != index) {
+      return "EmbeddingBag with indices and bounds of different integer types is not "
+             "implemented on the CUDA backend";
+    }
+  }
+  return move_refusal(node, graph);
+}
+
 std::string scatter_refusal(const Node& node, const Graph& graph) {
   const std::string reduction = node.attr_string("reduction", "none");
   if (reduction != "none") {
@@ -186,6 +223,7 @@ std::vector<CudaOp> tensor_index_ops() {
       {"ScatterND", scatter_refusal, make_kernel<ScatterNDKernel>},
       {"ScatterElements", scatter_refusal, make_kernel<ScatterElementsKernel>},
       {"OneHot", move_refusal, make_kernel<OneHotKernel>},
+      {"EmbeddingBag", embedding_bag_refusal, make_kernel<EmbeddingBagKernel>},
   };
 }
 

@@ -140,7 +140,46 @@ __global__ void one_hot_kernel(const I* indices, const T* values, T* dst, int64_
   }
 }
 
+// One (bag, column) per thread: the bag's range of indices as Slice resolves a start and an end,
+// its rows summed in order (an index out of range reads 0, as Gather here).
+__device__ int64_t slice_bound(int64_t bound, int64_t length) {
+  if (bound < 0) bound += length;
+  return bound < 0 ? 0 : (bound > length ? length : bound);
+}
+
+template <typename I>
+__global__ void embedding_bag_kernel(const float* table, const I* indices, const I* starts,
+                                     const I* ends, float* dst, int64_t rows, int64_t width,
+                                     int64_t length, bool mean, int64_t total) {
+  for (int64_t i = first_index(); i < total; i += grid_stride()) {
+    const int64_t bag = i / width;
+    const int64_t column = i - bag * width;
+    const int64_t begin = slice_bound(static_cast<int64_t>(starts[bag]), length);
+    const int64_t end = max(begin, slice_bound(static_cast<int64_t>(ends[bag]), length));
+    float sum = 0.0f;
+    for (int64_t j = begin; j < end; ++j) {
+      const int64_t row = resolve(static_cast<int64_t>(indices[j]), rows);
+      if (row >= 0) sum += table[row * width + column];
+    }
+    dst[i] = mean ? sum / static_cast<float>(end - begin) : sum;
+  }
+}
+
 }  // namespace
+
+void launch_embedding_bag(const float* table, const void* indices, const void* starts,
+                          const void* ends, Elem index_elem, float* dst, int64_t rows,
+                          int64_t width, int64_t length, int64_t bags, bool mean,
+                          cudaStream_t stream) {
+  const int64_t total = bags * width;
+  if (total == 0) return;
+  by_size_and_index(4, index_elem, [&](auto, auto index_tag) {
+    using I = decltype(index_tag);
+    embedding_bag_kernel<I><<<blocks_for(total), kThreads, 0, stream>>>(
+        table, static_cast<const I*>(indices), static_cast<const I*>(starts),
+        static_cast<const I*>(ends), dst, rows, width, length, mean, total);
+  });
+}
 
 void launch_gather(const void* data, const void* indices, Elem index_elem, void* dst, int64_t outer,
                    int64_t dim, int64_t inner, int64_t count, int elem_bytes, cudaStream_t stream) {

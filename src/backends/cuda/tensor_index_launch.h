@@ -1,8 +1,9 @@
 #pragma once
 // Launchers of the indexing kernels: Gather, GatherElements, GatherND, ScatterND,
-// ScatterElements, OneHot. Indices are known only on the device, so they are not range-checked
-// as the CPU does (which throws): negative ones wrap as ONNX says, and an index out of range
-// reads 0 (gathers) or is skipped (scatters) instead of touching memory outside the tensor.
+// ScatterElements, OneHot, EmbeddingBag. Indices are known only on the device, so they are not
+// range-checked as the CPU does (which throws): negative ones wrap as ONNX says, and an index out
+// of range reads 0 (gathers) or is skipped (scatters) instead of touching memory outside the
+// tensor.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -15,6 +16,14 @@ namespace tandem::cuda {
 // `count` is the number of indices (int32 or int64 by `index_elem`).
 void launch_gather(const void* data, const void* indices, Elem index_elem, void* dst, int64_t outer,
                    int64_t dim, int64_t inner, int64_t count, int elem_bytes, cudaStream_t stream);
+
+// EmbeddingBag over a float32 table of [rows, width]: bag b sums (or averages) the rows that
+// indices[starts[b]:ends[b]] name (Slice's rules for the bounds; indices, starts and ends all
+// of `index_elem`); `length` is the number of indices.
+void launch_embedding_bag(const float* table, const void* indices, const void* starts,
+                          const void* ends, Elem index_elem, float* dst, int64_t rows,
+                          int64_t width, int64_t length, int64_t bags, bool mean,
+                          cudaStream_t stream);
 
 // GatherElements / ScatterElements: `size` is the shape of indices (and of the gathered output
 // or the updates), `data_size` and `data_stride` the data's; `axis` is where indices apply.

@@ -1,4 +1,5 @@
-// Indexing ops: Gather, GatherElements, GatherND, ScatterND, ScatterElements, OneHot.
+// Indexing ops: Gather, GatherElements, GatherND, ScatterND, ScatterElements, OneHot, and
+// EmbeddingBag (Tandem's own: what a `Loop` of per-bag lookups becomes, ir/fuse_embedding_bag.h).
 #include <cstring>
 
 #include "ir/ops/tensor_ops.h"
@@ -194,6 +195,44 @@ std::vector<InferredOutput> infer_one_hot(const InferContext& ctx) {
   return {InferredOutput{values.dtype, out, {}}};
 }
 
+// EmbeddingBag(table, indices, starts, ends), attributes bags and mode ("sum" or "mean"):
+// out[b] = the rows table[indices[j]] for j in Slice(starts[b], ends[b]) of indices, summed or
+// averaged; an empty bag sums to zero (its mean is NaN, as ReduceMean's over nothing).
+std::vector<InferredOutput> infer_embedding_bag(const InferContext& ctx) {
+  const ValueInfo& table = ctx.input(0);
+  if (table.dtype != DType::kFloat32 || table.shape.size() < 2) {
+    ctx.fail("table must be a float32 tensor of rank >= 2");
+  }
+  for (size_t i = 1; i < 4; ++i) {
+    require_indices(ctx, i);
+    if (ctx.input(i).shape.size() != 1) ctx.fail("indices, starts and ends must be 1-D");
+  }
+  const std::string mode = ctx.node().attr_string("mode", "");
+  if (mode != "sum" && mode != "mean") ctx.fail("mode must be sum or mean, not '" + mode + "'");
+  const int64_t bags = ctx.node().attr_int("bags", -1);
+  if (bags < 0 || bags > kMaxElements) ctx.fail("bags must be a count");
+  Shape out = table.shape;
+  out[0] = bags;
+  if (is_static(out)) checked_numel(ctx, out);
+  return {InferredOutput{table.dtype, out, {}}};
+}
+
+// Every index read once, every looked-up row read once, the output written once.
+OpCost embedding_bag_cost(const Node&, std::span<const TensorType> inputs,
+                          std::span<const TensorType> outputs) {
+  OpCost cost;
+  const Shape& table = inputs[0].shape;
+  double row = static_cast<double>(dtype_size(inputs[0].dtype));
+  for (size_t d = 1; d < table.size(); ++d)
+    row *= static_cast<double>(std::max<int64_t>(table[d], 0));
+  const double lookups = static_cast<double>(std::max<int64_t>(inputs[1].shape.at(0), 0));
+  for (size_t i = 1; i < inputs.size(); ++i) cost.bytes += type_bytes(inputs[i]);
+  cost.bytes += lookups * row;
+  cost.flops = lookups * row / static_cast<double>(dtype_size(inputs[0].dtype));
+  for (const TensorType& t : outputs) cost.bytes += type_bytes(t);
+  return cost;
+}
+
 }  // namespace
 
 void register_index_ops(OpRegistry& registry) {
@@ -203,6 +242,10 @@ void register_index_ops(OpRegistry& registry) {
   registry.add(make_schema("ScatterND", 3, 3, infer_scatter_nd, copy_cost));
   registry.add(make_schema("ScatterElements", 3, 3, infer_scatter_elements, copy_cost));
   registry.add(make_schema("OneHot", 3, 3, infer_one_hot, copy_cost));
+  OpSchema embedding_bag =
+      make_schema("EmbeddingBag", 4, 4, infer_embedding_bag, embedding_bag_cost);
+  embedding_bag.internal = true;
+  registry.add(std::move(embedding_bag));
 }
 
 }  // namespace tandem::tensor_ops

@@ -1,0 +1,157 @@
+#include "runtime/constant_folding.h"
+
+#include <chrono>
+#include <set>
+
+#include "backends/cpu/cpu_device.h"
+#include "ir/error.h"
+#include "ir/op_schema.h"
+#include "runtime/executor.h"
+
+namespace tandem {
+namespace {
+
+// Ops whose outputs differ from run to run, or that are never constants' work.
+bool random(const std::string& op) {
+  return op.rfind("Random", 0) == 0 || op == "Multinomial" || op == "Bernoulli" || op == "Dropout";
+}
+
+bool has_subgraph(const Node& node) {
+  for (const auto& [key, attr] : node.attributes) {
+    if (std::holds_alternative<std::shared_ptr<Graph>>(attr)) return true;
+  }
+  return false;
+}
+
+class Folder {
+ public:
+  Folder(Graph& graph, int64_t max_bytes) : graph_(graph), max_bytes_(max_bytes) {
+    for (int out : graph.outputs) graph_outputs_.insert(out);
+  }
+
+  ConstantFolding run() {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<bool> folded(graph_.nodes.size(), false);
+    std::set<int> read_by_folded;
+    for (size_t n = 0; n < graph_.nodes.size(); ++n) {
+      const Node& node = graph_.nodes[n];
+      if (!foldable(node)) continue;
+      int64_t bytes = 0;
+      for (int out : node.outputs) {
+        if (out >= 0) bytes += static_cast<int64_t>(type_bytes(graph_.values[out].type));
+      }
+      if (bytes > max_bytes_) {
+        ++stats_.over_cap;
+        continue;
+      }
+      std::optional<std::vector<Tensor>> values = evaluate(node);
+      if (!values) continue;
+      for (size_t i = 0; i < node.outputs.size(); ++i) {
+        if (node.outputs[i] >= 0) graph_.values[node.outputs[i]].constant = std::move((*values)[i]);
+      }
+      for (int in : node.inputs) {
+        if (in >= 0) read_by_folded.insert(in);
+      }
+      folded[n] = true;
+      ++stats_.nodes;
+      stats_.bytes += bytes;
+    }
+    if (stats_.nodes > 0) {
+      size_t kept = 0;
+      for (size_t n = 0; n < graph_.nodes.size(); ++n) {
+        if (folded[n]) continue;
+        if (kept != n) graph_.nodes[kept] = std::move(graph_.nodes[n]);
+        ++kept;
+      }
+      graph_.nodes.resize(kept);
+      graph_.sort_topologically();
+      drop_unread(read_by_folded);
+    }
+    stats_.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return stats_;
+  }
+
+ private:
+  bool foldable(const Node& node) const {
+    if (node.inputs.empty() || !node.domain.empty() || random(node.op_type) || has_subgraph(node))
+      return false;
+    const OpSchema* schema = OpRegistry::instance().find(node.op_type);
+    if (!schema || schema->data_dependent_shape) return false;
+    bool any_input = false;
+    for (int in : node.inputs) {
+      if (in < 0) continue;
+      if (!graph_.values[in].is_constant()) return false;
+      any_input = true;
+    }
+    for (int out : node.outputs) {
+      if (out >= 0 && (graph_outputs_.count(out) || !is_static(graph_.values[out].type.shape)))
+        return false;
+    }
+    return any_input;
+  }
+
+  // The node's outputs computed by the CPU's kernels on a graph of the node alone; nullopt
+  // when a kernel refuses (the run will say why, as it would have without folding).
+  std::optional<std::vector<Tensor>> evaluate(const Node& node) {
+    Graph alone;
+    alone.opset = graph_.opset;
+    Node copy = node;
+    for (int& in : copy.inputs) {
+      if (in < 0) continue;
+      const Value& value = graph_.values[in];
+      const int id = alone.find_value(value.name);
+      in = id >= 0 ? id : alone.add_value(value.name, value.type);
+      alone.values[in].constant = value.constant;
+    }
+    for (int& out : copy.outputs) {
+      if (out < 0) continue;
+      const Value& value = graph_.values[out];
+      out = alone.add_value(value.name, value.type);
+      alone.outputs.push_back(out);
+    }
+    alone.nodes.push_back(std::move(copy));
+    try {
+      alone.sort_topologically();
+      GraphExecutor executor(alone, host_);
+      std::vector<Tensor> outputs = executor.run({});
+      std::vector<Tensor> values(node.outputs.size());
+      size_t next = 0;
+      for (size_t i = 0; i < node.outputs.size(); ++i) {
+        if (node.outputs[i] >= 0) values[i] = outputs[next++].to_host();
+      }
+      return values;
+    } catch (const InputError&) {
+      return std::nullopt;
+    }
+  }
+
+  // Constants that only folded nodes read are no longer needed by anything.
+  void drop_unread(const std::set<int>& candidates) {
+    const std::vector<int> last_use = graph_.last_uses();
+    for (int id : candidates) {
+      if (last_use[id] < 0 && !graph_outputs_.count(id)) graph_.values[id].constant = Tensor();
+    }
+  }
+
+  Graph& graph_;
+  int64_t max_bytes_;
+  std::set<int> graph_outputs_;
+  cpu::CpuDevice host_{"host"};
+  ConstantFolding stats_;
+};
+
+}  // namespace
+
+ConstantFolding fold_constants(Graph& graph, int64_t max_bytes) {
+  return Folder(graph, max_bytes).run();
+}
+
+InferencePreparation prepare_for_inference(Graph& graph) {
+  InferencePreparation done;
+  done.constants = fold_constants(graph);
+  done.fusion = fuse_for_inference(graph);
+  return done;
+}
+
+}  // namespace tandem
