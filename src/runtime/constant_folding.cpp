@@ -5,6 +5,7 @@
 
 #include "backends/cpu/cpu_device.h"
 #include "ir/error.h"
+#include "ir/infer.h"
 #include "ir/op_schema.h"
 #include "runtime/executor.h"
 
@@ -141,10 +142,36 @@ class Folder {
   ConstantFolding stats_;
 };
 
+bool has_dynamic_shapes(const Graph& graph) {
+  for (const Value& value : graph.values) {
+    if (value.type.dtype != DType::kUndefined && !is_static(value.type.shape)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 ConstantFolding fold_constants(Graph& graph, int64_t max_bytes) {
-  return Folder(graph, max_bytes).run();
+  ConstantFolding total;
+  // A folded value can make shapes static that depended on it (a Resize whose scales are float
+  // arithmetic on the input's shape): inference runs again, every node kept as a node so that
+  // only folding here removes any, and what became computable folds in the next round.
+  constexpr int kMaxRounds = 8;
+  for (int round = 0; round < kMaxRounds; ++round) {
+    const ConstantFolding folded = Folder(graph, max_bytes).run();
+    total.nodes += folded.nodes;
+    total.bytes += folded.bytes;
+    total.over_cap = folded.over_cap;
+    total.seconds += folded.seconds;
+    if (folded.nodes == 0 || !has_dynamic_shapes(graph)) break;
+    const auto start = std::chrono::steady_clock::now();
+    std::set<std::string> every_node;
+    for (const Node& node : graph.nodes) every_node.insert(node.name);
+    infer_graph(graph, every_node);
+    total.seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  return total;
 }
 
 InferencePreparation prepare_for_inference(Graph& graph) {
