@@ -45,8 +45,9 @@ void add_planning_options(CLI::App& verb, Options& options) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   verb.add_flag("!--no-fusion", options.fuse,
-                "plan the graph as imported; by default it is fused for inference first "
-                "(BatchNorm folded, activations fused), as `tandem run` runs it");
+                "plan the graph as imported; by default it is prepared for inference first "
+                "(constants folded, BatchNorm folded, activations and embedding bags fused), as "
+                "`tandem run` runs it");
 }
 
 // A real number from `low` to `high`: CLI11's Range lets NaN through (every comparison with it is
@@ -165,7 +166,8 @@ int main(int argc, char** argv) {
       ->check(number_in(0, 86400))
       ->excludes(iterations);
   run_verb->add_flag("!--no-fusion", run.fuse,
-                     "run the graph as imported, without folding BatchNorm or fusing activations");
+                     "run the graph as imported, without folding constants and BatchNorm or "
+                     "fusing activations and embedding bags");
   run_verb->add_flag("--profile", run.profile,
                      "time every op and show where the time goes, per op type and per node");
   run_verb->add_option("--profile-out", run.profile_out,
