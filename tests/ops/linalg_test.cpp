@@ -901,6 +901,14 @@ TEST(Linalg, GlobalPools) {
   double sum = 0;
   for (int64_t i = 0; i < 1600; ++i) sum += big.data<float>()[64 * 1600 + i];
   EXPECT_NEAR(avg.data<float>()[64], sum / 1600, 1e-5);
+  // 49 values a channel: six rounds of the kernel's eight running sums and one left over.
+  const Tensor odd = random_f32({1, 3, 7, 7}, 6);
+  const Tensor odd_avg = run_op("GlobalAveragePool", {odd}).outputs[0];
+  for (int64_t c = 0; c < 3; ++c) {
+    double channel = 0;
+    for (int64_t i = 0; i < 49; ++i) channel += odd.data<float>()[c * 49 + i];
+    EXPECT_NEAR(odd_avg.data<float>()[c], channel / 49, 1e-6) << c;
+  }
   EXPECT_EQ(infer_op("GlobalMaxPool", {{DType::kFloat32, {kDynamicDim, 3, kDynamicDim}}})[0].shape,
             (Shape{kDynamicDim, 3, 1}));
 }

@@ -292,8 +292,17 @@ void global_max_pool(const Node& node, std::span<const Tensor> inputs, std::span
 void global_average_pool(const Node& node, std::span<const Tensor> inputs,
                          std::span<Tensor> outputs) {
   global_pool(node, inputs[0], outputs[0], []<typename T>(const T* p, int64_t n) {
+    // Eight running sums, which the compiler keeps in one vector register: one sum would wait
+    // on each add in turn (squeeze-excite blocks pool a whole image per channel).
+    constexpr int64_t kLanes = 8;
+    T lanes[kLanes] = {};
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+      for (int64_t lane = 0; lane < kLanes; ++lane) lanes[lane] += p[i + lane];
+    }
     T sum = 0;
-    for (int64_t i = 0; i < n; ++i) sum += p[i];
+    for (const T lane : lanes) sum += lane;
+    for (; i < n; ++i) sum += p[i];
     return n > 0 ? static_cast<T>(sum / static_cast<T>(n)) : T{};
   });
 }
