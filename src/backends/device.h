@@ -1,5 +1,6 @@
 #pragma once
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -84,6 +85,10 @@ class Device {
   // Compiled devices turn a whole graph into one program (throwing InputError naming a node
   // they cannot take); eager devices return null and their graphs run node by node.
   virtual std::unique_ptr<GraphProgram> compile_graph(const Graph& /*graph*/) { return nullptr; }
+  // The graph an eager device compiles in place of `graph`: the same nodes in the same order,
+  // reading and writing the same values, with attributes its kernels read (the CPU's layouts
+  // between convolutions); nullopt to compile `graph` as it is.
+  virtual std::optional<Graph> specialise(const Graph& /*graph*/) const { return std::nullopt; }
 };
 
 }  // namespace tandem

@@ -31,7 +31,12 @@ std::vector<std::pair<const Node*, std::string>> GraphExecutor::kernel_implement
 GraphExecutor::GraphExecutor(const Graph& graph, Device& device) : graph_(graph), device_(device) {
   program_ = device.compile_graph(graph);
   if (program_) return;
-  for (const Node& node : graph.nodes) {
+  // Kernels are compiled from the device's version of each node; everything else (observers,
+  // the memory plan, subgraphs) sees the graph as given.
+  specialised_ = device.specialise(graph);
+  const Graph& compiled = specialised_ ? *specialised_ : graph;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const Node& node = graph.nodes[n];
     auto step = std::make_unique<Step>();
     step->node = &node;
     step->schema = OpRegistry::instance().find(node.op_type);
@@ -63,8 +68,8 @@ GraphExecutor::GraphExecutor(const Graph& graph, Device& device) : graph_(graph)
       }
       for (int out : node.outputs)
         output_types.push_back(out >= 0 ? graph.values[out].type : TensorType{});
-      step->kernel =
-          device.compile(KernelSpec{node, graph.opset, input_types, output_types, constants});
+      step->kernel = device.compile(
+          KernelSpec{compiled.nodes[n], graph.opset, input_types, output_types, constants});
     }
     steps_.push_back(std::move(step));
   }

@@ -2,6 +2,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -58,6 +59,8 @@ class GraphExecutor {
 
   const Graph& graph_;
   Device& device_;
+  std::optional<Graph>
+      specialised_;  // the nodes the kernels were compiled from (Device::specialise)
   std::vector<std::unique_ptr<Step>> steps_;
   std::vector<int> last_use_;
   std::vector<int> planned_slot_;  // value id -> request index in plan_, or -1

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "backends/cpu/conv_layout.h"
 #include "backends/cpu/kernel_registry.h"
 #include "ir/error.h"
 
@@ -30,6 +31,10 @@ std::vector<std::unique_ptr<Device>> make_devices(const Cluster&,
     devices.push_back(std::make_unique<CpuDevice>(spec->id, cores));
   }
   return devices;
+}
+
+std::optional<Graph> CpuDevice::specialise(const Graph& graph) const {
+  return with_channels_last_conv_chains(graph);
 }
 
 std::unique_ptr<Kernel> CpuDevice::compile(const KernelSpec& spec) {

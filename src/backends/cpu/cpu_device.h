@@ -25,6 +25,8 @@ class CpuDevice final : public Device {
   // Frees the waiting thread's idle OpenMP pool (release_idle_threads).
   void release_waiting_thread() const override;
   std::unique_ptr<Kernel> compile(const KernelSpec& spec) override;
+  // Keeps chains of convolutions channels-last (conv_layout.h).
+  std::optional<Graph> specialise(const Graph& graph) const override;
 
  private:
   std::string name_;

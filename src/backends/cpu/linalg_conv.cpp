@@ -1,10 +1,12 @@
-// Conv and ConvTranspose through oneDNN, float32. Activations stay plain NCHW between ops; the
-// primitive may compute in a blocked layout, with reorders in and out around it.
+// Conv and ConvTranspose through oneDNN, float32. Activations are plain NCHW between ops, or
+// channels-last between two convolutions (conv_layout.h); the primitive may compute in another
+// layout, with reorders in and out around it.
 #include <cstring>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
 
+#include "backends/cpu/conv_layout.h"
 #include "backends/cpu/linalg_dnnl.h"
 #include "ir/ops/linalg_window.h"
 
@@ -13,10 +15,10 @@ namespace {
 
 using dnnl::memory;
 
-// Whether a convolution runs faster on plain NCHW than with the reorders to and from oneDNN's
-// blocked layout. Measured with oneDNN 2.6 on 2 threads, N=2 (AVX-512 and AVX2 code paths):
-// blocked wins by 1.3-4x for spatial kernels (3x3 at 16->32 and 64->64 channels) and by 4-10x
-// for depthwise; for 1x1 kernels the blocked kernel is faster but the two reorders cost as
+// Whether a convolution between NCHW tensors runs faster on plain NCHW than with the reorders to
+// and from oneDNN's blocked layout. Measured with oneDNN 2.6 on 2 threads, N=2 (AVX-512 and AVX2
+// code paths): blocked wins by 1.3-4x for spatial kernels (3x3 at 16->32 and 64->64 channels) and
+// by 4-10x for depthwise; for 1x1 kernels the blocked kernel is faster but the two reorders cost as
 // much, and plain (a GEMM) wins once channels and the image are large (64->64 at 32x32:
 // 132 us plain, 155 us blocked; 256->64 at 56x56: 1030 vs 1350 us).
 bool prefer_plain_layout(int64_t in_channels, int64_t group, int64_t kernel_taps,
@@ -40,6 +42,74 @@ struct ConvProblem {
 };
 
 size_t aligned(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+ConvProblem describe_conv(const Node& node, bool transposed, const Shape& x, const Shape& w) {
+  const std::vector<int64_t> spatial(x.begin() + 2, x.end());
+  const std::vector<int64_t> kernel(w.begin() + 2, w.end());
+  ConvProblem p;
+  p.group = node.attr_int("group", 1);
+  p.window = transposed ? resolve_transposed_window(node, spatial, kernel)
+                        : resolve_window(node, spatial, kernel, false);
+  const WindowGeometry& g = p.window;
+  const int64_t in_channels = x[1];
+  const int64_t out_channels = transposed ? w[1] * p.group : w[0];
+  p.src = to_dims(x);
+  p.dst = {x[0], out_channels};
+  p.dst.insert(p.dst.end(), g.output.begin(), g.output.end());
+  const int64_t taps = product(to_dims(w), 2);
+  const int64_t in_per_group = in_channels / p.group, out_per_group = out_channels / p.group;
+  // ONNX weights: Conv [G*Cout/G, Cin/G, k...], ConvTranspose [G*Cin/G, Cout/G, k...];
+  // oneDNN wants [G,] Cout/G, Cin/G, k..., which for ConvTranspose is a transposed view.
+  memory::dims kernel_strides = contiguous_strides(kernel);
+  if (p.group > 1) p.weights.push_back(p.group);
+  p.weights.push_back(out_per_group);
+  p.weights.push_back(in_per_group);
+  p.weights.insert(p.weights.end(), kernel.begin(), kernel.end());
+  memory::dims strides;
+  if (p.group > 1) strides.push_back(in_per_group * out_per_group * taps);
+  if (transposed) {
+    strides.push_back(taps);
+    strides.push_back(out_per_group * taps);
+  } else {
+    strides.push_back(in_per_group * taps);
+    strides.push_back(taps);
+  }
+  strides.insert(strides.end(), kernel_strides.begin(), kernel_strides.end());
+  p.weights_user = memory::desc(p.weights, memory::data_type::f32, strides);
+  for (int64_t i = 0; i < g.rank(); ++i) {
+    const size_t axis = static_cast<size_t>(i);
+    p.strides.push_back(g.strides[axis]);
+    p.dilates.push_back(g.dilations[axis] - 1);  // oneDNN counts the gaps
+    p.pad_begin.push_back(g.pads_begin[axis]);
+    // ConvTranspose: output_padding enlarges the end, which oneDNN takes as negative padding.
+    p.pad_end.push_back(transposed ? (spatial[axis] - 1) * g.strides[axis] + g.extent(axis) -
+                                         g.pads_begin[axis] - g.output[axis]
+                                   : g.pads_end[axis]);
+  }
+  return p;
+}
+
+// The window of a depthwise Conv over 1 or 2 spatial axes, which the NCHW loop runs.
+std::optional<Window2d> depthwise_window(bool transposed, const ConvProblem& p, const Shape& x) {
+  const WindowGeometry& g = p.window;
+  if (transposed || p.group == 1 || p.group != x[1] || p.dst[1] != x[1] || g.rank() > 2) {
+    return std::nullopt;
+  }
+  const size_t h = 0, w = g.rank() == 2 ? 1 : 0;
+  const bool two_d = g.rank() == 2;
+  const Window2d window{
+      two_d ? x[2] : 1,           x.back(),       two_d ? g.output[h] : 1,     g.output[w],
+      two_d ? g.kernel[h] : 1,    g.kernel[w],    two_d ? g.strides[h] : 1,    g.strides[w],
+      two_d ? g.dilations[h] : 1, g.dilations[w], two_d ? g.pads_begin[h] : 0, g.pads_begin[w]};
+  // Large kernels over tiny planes (5x5 at 7x7): the loop's per-plane overhead dominates, and
+  // oneDNN's blocked kernel with its reorders is faster (85 us against 139 us for 1152
+  // channels, one thread).
+  const bool tiny_plane = window.out_h * window.out_w <= 64;
+  if (!depthwise_loop_supports(window) || (tiny_plane && window.kernel_h * window.kernel_w > 9)) {
+    return std::nullopt;
+  }
+  return window;
+}
 
 class ConvKernel final : public Kernel {
  public:
@@ -101,12 +171,12 @@ class ConvKernel final : public Kernel {
       dst = dst_buffer_;
     }
     if (residual.defined()) {
-      // The sum post-op adds what the destination holds: the residual.
+      // The sum post-op adds what the destination holds: the residual, in its layout.
       if (residual_reorder_) {
         residual_user_.set_data_handle(residual.raw());
-        execute_reorder(*residual_reorder_, residual_user_, dst_buffer_);
+        execute_reorder(*residual_reorder_, residual_user_, dst);
       } else {
-        std::memcpy(out.raw(), residual.raw(), out.nbytes());
+        std::memcpy(dst.get_data_handle(), residual.raw(), out.nbytes());
       }
     }
     std::unordered_map<int, memory> args{
@@ -134,52 +204,6 @@ class ConvKernel final : public Kernel {
     return weights_buffer_;
   }
 
-  ConvProblem describe(const Shape& x, const Shape& w) const {
-    const std::vector<int64_t> spatial(x.begin() + 2, x.end());
-    const std::vector<int64_t> kernel(w.begin() + 2, w.end());
-    ConvProblem p;
-    p.group = node_.attr_int("group", 1);
-    p.window = transposed_ ? resolve_transposed_window(node_, spatial, kernel)
-                           : resolve_window(node_, spatial, kernel, false);
-    const WindowGeometry& g = p.window;
-    const int64_t in_channels = x[1];
-    const int64_t out_channels = transposed_ ? w[1] * p.group : w[0];
-    p.src = to_dims(x);
-    p.dst = {x[0], out_channels};
-    p.dst.insert(p.dst.end(), g.output.begin(), g.output.end());
-    const int64_t taps = product(to_dims(w), 2);
-    const int64_t in_per_group = in_channels / p.group, out_per_group = out_channels / p.group;
-    // ONNX weights: Conv [G*Cout/G, Cin/G, k...], ConvTranspose [G*Cin/G, Cout/G, k...];
-    // oneDNN wants [G,] Cout/G, Cin/G, k..., which for ConvTranspose is a transposed view.
-    memory::dims kernel_strides = contiguous_strides(kernel);
-    if (p.group > 1) p.weights.push_back(p.group);
-    p.weights.push_back(out_per_group);
-    p.weights.push_back(in_per_group);
-    p.weights.insert(p.weights.end(), kernel.begin(), kernel.end());
-    memory::dims strides;
-    if (p.group > 1) strides.push_back(in_per_group * out_per_group * taps);
-    if (transposed_) {
-      strides.push_back(taps);
-      strides.push_back(out_per_group * taps);
-    } else {
-      strides.push_back(in_per_group * taps);
-      strides.push_back(taps);
-    }
-    strides.insert(strides.end(), kernel_strides.begin(), kernel_strides.end());
-    p.weights_user = memory::desc(p.weights, memory::data_type::f32, strides);
-    for (int64_t i = 0; i < g.rank(); ++i) {
-      const size_t axis = static_cast<size_t>(i);
-      p.strides.push_back(g.strides[axis]);
-      p.dilates.push_back(g.dilations[axis] - 1);  // oneDNN counts the gaps
-      p.pad_begin.push_back(g.pads_begin[axis]);
-      // ConvTranspose: output_padding enlarges the end, which oneDNN takes as negative padding.
-      p.pad_end.push_back(transposed_ ? (spatial[axis] - 1) * g.strides[axis] + g.extent(axis) -
-                                            g.pads_begin[axis] - g.output[axis]
-                                      : g.pads_end[axis]);
-    }
-    return p;
-  }
-
   void build(const Shape& x, const Shape& w, bool has_bias, bool has_residual) {
     built_ = false;
     try {
@@ -195,17 +219,29 @@ class ConvKernel final : public Kernel {
   }
 
   void create_primitive(const Shape& x, const Shape& w, bool has_bias, bool has_residual) {
-    problem_ = describe(x, w);
+    problem_ = describe_conv(node_, transposed_, x, w);
     const ConvProblem& p = problem_;
-    depthwise_ = depthwise_window(p, x);
+    depthwise_ = depthwise_window(transposed_, p, x);
     implementation_ = depthwise_ ? "tandem depthwise NCHW" : "";
     if (depthwise_) return;
-    const bool plain = prefer_plain_layout(x[1], p.group, product(p.weights, p.group > 1 ? 3 : 2),
-                                           product(p.dst, 2));
     const auto any = [](const memory::dims& dims) {
       return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
     };
     const memory::desc src_plain = plain_desc(p.src), dst_plain = plain_desc(p.dst);
+    // How the tensors are laid out in memory: NCHW, or channels-last where the CPU keeps a
+    // chain of convolutions so (conv_layout.h).
+    const auto user_desc = [&](const char* attribute, const memory::dims& dims) {
+      return node_.attr_string(attribute, "") == kChannelsLast
+                 ? memory::desc(dims, memory::data_type::f32, memory::format_tag::nhwc)
+                 : plain_desc(dims);
+    };
+    const memory::desc src_user = user_desc(kSrcLayoutAttribute, p.src);
+    const memory::desc dst_user = user_desc(kDstLayoutAttribute, p.dst);
+    const memory::desc residual_user = user_desc(kResidualLayoutAttribute, p.dst);
+    // Plain NCHW only where both sides are: a channels-last side is what oneDNN computes in.
+    const bool plain = src_user == src_plain && dst_user == dst_plain &&
+                       prefer_plain_layout(x[1], p.group, product(p.weights, p.group > 1 ? 3 : 2),
+                                           product(p.dst, 2));
     const memory::desc bias_md = has_bias ? plain_desc({p.dst[1]}) : memory::desc();
     dnnl::primitive_attr attr = with_user_scratchpad();
     dnnl::post_ops post_ops;
@@ -237,9 +273,9 @@ class ConvKernel final : public Kernel {
       dst_chosen = pd.dst_desc();
       weights_desc_ = pd.weights_desc();
     }
-    src_user_ = memory(src_plain, engine, nullptr);
-    dst_user_ = memory(dst_plain, engine, nullptr);
-    residual_user_ = memory(dst_plain, engine, nullptr);
+    src_user_ = memory(src_user, engine, nullptr);
+    dst_user_ = memory(dst_user, engine, nullptr);
+    residual_user_ = memory(residual_user, engine, nullptr);
     weights_user_ = memory(p.weights_user, engine, nullptr);
     bias_ = memory(bias_md, engine, nullptr);
     src_reorder_.reset();
@@ -252,17 +288,19 @@ class ConvKernel final : public Kernel {
       packed_weights_ = reorder_to(weights_desc_, p.weights_user, constant_weights_.raw());
     }
     size_t bytes = 0;
-    if (src_chosen != src_plain) {
+    if (src_chosen != src_user) {
       src_buffer_ = memory(src_chosen, engine, nullptr);
       src_reorder_ = make_reorder(src_user_, src_buffer_);
       bytes = aligned(src_chosen.get_size());
     }
     dst_offset_ = bytes;
-    if (dst_chosen != dst_plain) {
+    if (dst_chosen != dst_user) {
       dst_buffer_ = memory(dst_chosen, engine, nullptr);
       dst_reorder_ = make_reorder(dst_buffer_, dst_user_);
-      if (has_residual) residual_reorder_ = make_reorder(residual_user_, dst_buffer_);
       bytes += aligned(dst_chosen.get_size());
+    }
+    if (has_residual && residual_user != dst_chosen) {
+      residual_reorder_ = make_reorder(residual_user_, dst_reorder_ ? dst_buffer_ : dst_user_);
     }
     weights_offset_ = bytes;
     if (!constant_weights_.defined() && weights_desc_ != p.weights_user) {
@@ -271,28 +309,6 @@ class ConvKernel final : public Kernel {
       bytes += aligned(weights_desc_.get_size());
     }
     scratch_bytes_ = std::max<size_t>(bytes, 64);
-  }
-
-  // The window of a depthwise Conv over 1 or 2 spatial axes, which the NCHW loop runs.
-  std::optional<Window2d> depthwise_window(const ConvProblem& p, const Shape& x) const {
-    const WindowGeometry& g = p.window;
-    if (transposed_ || p.group == 1 || p.group != x[1] || p.dst[1] != x[1] || g.rank() > 2) {
-      return std::nullopt;
-    }
-    const size_t h = 0, w = g.rank() == 2 ? 1 : 0;
-    const bool two_d = g.rank() == 2;
-    const Window2d window{
-        two_d ? x[2] : 1,           x.back(),       two_d ? g.output[h] : 1,     g.output[w],
-        two_d ? g.kernel[h] : 1,    g.kernel[w],    two_d ? g.strides[h] : 1,    g.strides[w],
-        two_d ? g.dilations[h] : 1, g.dilations[w], two_d ? g.pads_begin[h] : 0, g.pads_begin[w]};
-    // Large kernels over tiny planes (5x5 at 7x7): the loop's per-plane overhead dominates, and
-    // oneDNN's blocked kernel with its reorders is faster (85 us against 139 us for 1152
-    // channels, one thread).
-    const bool tiny_plane = window.out_h * window.out_w <= 64;
-    if (!depthwise_loop_supports(window) || (tiny_plane && window.kernel_h * window.kernel_w > 9)) {
-      return std::nullopt;
-    }
-    return window;
   }
 
   const Node& node_;
@@ -315,6 +331,12 @@ class ConvKernel final : public Kernel {
 };
 
 }  // namespace
+
+bool conv_computes_channels_last(const Node& node, const Shape& x, const Shape& w) {
+  if (x.size() != 4 || w.size() != 4 || !is_static(x) || !is_static(w)) return false;
+  const ConvProblem p = describe_conv(node, /*transposed=*/false, x, w);
+  return !depthwise_window(/*transposed=*/false, p, x);
+}
 
 std::unique_ptr<Kernel> make_conv_kernel(const KernelSpec& spec) {
   return std::make_unique<ConvKernel>(spec, /*transposed=*/false);

@@ -1,0 +1,62 @@
+#include "backends/cpu/conv_layout.h"
+
+#include <set>
+
+namespace tandem::cpu {
+namespace {
+
+bool channels_last_conv(const Graph& graph, const Node& node) {
+  if (node.op_type != "Conv" || !node.domain.empty() || node.inputs.size() < 2 ||
+      node.inputs[0] < 0 || node.inputs[1] < 0 || node.outputs.size() != 1) {
+    return false;
+  }
+  const TensorType& x = graph.values[node.inputs[0]].type;
+  return x.dtype == DType::kFloat32 &&
+         conv_computes_channels_last(node, x.shape, graph.values[node.inputs[1]].type.shape);
+}
+
+}  // namespace
+
+std::optional<Graph> with_channels_last_conv_chains(const Graph& graph) {
+  // Who reads each value, at which input; values read by subgraphs or the caller stay NCHW.
+  std::vector<std::vector<std::pair<size_t, size_t>>> readers(graph.values.size());
+  std::set<int> pinned(graph.outputs.begin(), graph.outputs.end());
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const Node& node = graph.nodes[n];
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      if (node.inputs[i] >= 0) readers[node.inputs[i]].emplace_back(n, i);
+    }
+    for (const auto& [key, attribute] : node.attributes) {
+      if (const auto* sub = std::get_if<std::shared_ptr<Graph>>(&attribute)) {
+        for (const std::string& name : Graph::captured_names(**sub))
+          pinned.insert(graph.find_value(name));
+      }
+    }
+  }
+  std::vector<bool> capable(graph.nodes.size());
+  for (size_t n = 0; n < graph.nodes.size(); ++n)
+    capable[n] = channels_last_conv(graph, graph.nodes[n]);
+
+  std::optional<Graph> marked;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    if (!capable[n]) continue;
+    const int out = graph.nodes[n].outputs[0];
+    if (out < 0 || pinned.count(out) || readers[out].empty()) continue;
+    bool chained = true;
+    for (const auto& [reader, input] : readers[out]) {
+      // As a convolution's input or its fused residual: never its weights or bias.
+      chained = chained && capable[reader] && (input == 0 || input == 3);
+    }
+    if (!chained) continue;
+    if (!marked) marked = graph;
+    marked->nodes[n].attributes[kDstLayoutAttribute] = std::string(kChannelsLast);
+    for (const auto& [reader, input] : readers[out]) {
+      marked->nodes[reader]
+          .attributes[input == 0 ? kSrcLayoutAttribute : kResidualLayoutAttribute] =
+          std::string(kChannelsLast);
+    }
+  }
+  return marked;
+}
+
+}  // namespace tandem::cpu
