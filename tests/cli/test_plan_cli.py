@@ -30,7 +30,7 @@ class Plan(unittest.TestCase):
         result = tandem("plan", "--help")
         self.assertEqual(result.returncode, 0, result.stderr)
         for word in ("--cluster", "--strategy", "--objective", "--microbatches", "--max-latency",
-                     "--pin", "--exclude", "--output", "--json", "fused for inference"):
+                     "--pin", "--exclude", "--output", "--json", "prepared for inference"):
             self.assertIn(word, result.stdout)
 
     def test_summary_on_the_hybrid(self):
