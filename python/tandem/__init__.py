@@ -104,8 +104,9 @@ def load(
     """Imports an ONNX model from a file or from its serialized bytes.
 
     `dims` binds symbolic dimensions by name ({"batch": 8}), `shapes` whole input shapes by
-    input name; dims nothing binds are 1 (as `tandem run` binds them). `fuse` folds
-    BatchNormalization into convolutions and fuses activations, as for inference.
+    input name; dims nothing binds are 1 (as `tandem run` binds them). `fuse` prepares
+    the graph for inference as `tandem run` does: constants folded, BatchNormalization folded
+    into convolutions, activations and embedding bags fused.
     Raises InputError (a ValueError) with the command's message for a file Tandem cannot use.
     """
     if isinstance(source, (bytes, bytearray, memoryview)):

@@ -509,7 +509,8 @@ NB_MODULE(_tandem, m) {
           "The shapes passed to load.")
       .def_prop_ro(
           "fused", [](const Model& model) { return model.loaded().fused; },
-          "Whether BatchNormalization and activations were fused for inference.")
+          "Whether the graph was prepared for inference: constants folded, BatchNormalization "
+          "folded, activations and embedding bags fused.")
       .def_prop_ro("nodes", [](const Model& model) { return model.loaded().graph().nodes.size(); })
       .def_prop_ro(
           "flops",
