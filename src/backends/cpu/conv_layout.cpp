@@ -11,8 +11,9 @@ bool channels_last_conv(const Graph& graph, const Node& node) {
     return false;
   }
   const TensorType& x = graph.values[node.inputs[0]].type;
-  return x.dtype == DType::kFloat32 &&
-         conv_computes_channels_last(node, x.shape, graph.values[node.inputs[1]].type.shape);
+  const Shape& w = graph.values[node.inputs[1]].type.shape;
+  return x.dtype == DType::kFloat32 && x.shape.size() == 4 && w.size() == 4 && is_static(x.shape) &&
+         is_static(w);
 }
 
 }  // namespace

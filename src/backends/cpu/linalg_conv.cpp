@@ -221,7 +221,10 @@ class ConvKernel final : public Kernel {
   void create_primitive(const Shape& x, const Shape& w, bool has_bias, bool has_residual) {
     problem_ = describe_conv(node_, transposed_, x, w);
     const ConvProblem& p = problem_;
-    depthwise_ = depthwise_window(transposed_, p, x);
+    // The depthwise loop takes NCHW only; within a channels-last chain oneDNN runs it.
+    const bool nchw = !node_.has(kSrcLayoutAttribute) && !node_.has(kDstLayoutAttribute) &&
+                      !node_.has(kResidualLayoutAttribute);
+    depthwise_ = nchw ? depthwise_window(transposed_, p, x) : std::nullopt;
     implementation_ = depthwise_ ? "tandem depthwise NCHW" : "";
     if (depthwise_) return;
     const auto any = [](const memory::dims& dims) {
@@ -331,12 +334,6 @@ class ConvKernel final : public Kernel {
 };
 
 }  // namespace
-
-bool conv_computes_channels_last(const Node& node, const Shape& x, const Shape& w) {
-  if (x.size() != 4 || w.size() != 4 || !is_static(x) || !is_static(w)) return false;
-  const ConvProblem p = describe_conv(node, /*transposed=*/false, x, w);
-  return !depthwise_window(/*transposed=*/false, p, x);
-}
 
 std::unique_ptr<Kernel> make_conv_kernel(const KernelSpec& spec) {
   return std::make_unique<ConvKernel>(spec, /*transposed=*/false);
