@@ -12,7 +12,7 @@
 namespace tandem {
 namespace {
 
-// Ops whose outputs differ from run to run, or that are never constants' work.
+// Ops whose outputs may differ from run to run (Dropout does in training mode).
 bool random(const std::string& op) {
   return op.rfind("Random", 0) == 0 || op == "Multinomial" || op == "Bernoulli" || op == "Dropout";
 }
