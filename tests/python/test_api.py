@@ -249,9 +249,10 @@ def test_session_plans_each_shape_once(zoo):
 
 
 def test_the_gil_is_released_while_tandem_runs(zoo):
+    # Runs long enough (~10 ms) that a counter free to run ticks far more than between runs.
     entry = zoo["resnet"]
-    model = tandem.load(ZOO / entry["path"], dims={"batch": 8})
-    inputs = zoo_inputs(entry, 8)
+    model = tandem.load(ZOO / entry["path"], dims={"batch": 32})
+    inputs = zoo_inputs(entry, 32)
     model.run(inputs)
     ticks, running = [0], [True]
 
