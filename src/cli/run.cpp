@@ -149,11 +149,11 @@ void say_model_decisions(const ImportedModel& model, const InferencePreparation&
   }
   const ConstantFolding& folding = prepared.constants;
   std::fprintf(stderr,
-               "verbose: constants: %d nodes of constant inputs folded at load (%s) in %s; %d "
-               "left to run (outputs over %s)\n",
+               "verbose: constants: %d nodes of constant inputs folded at load (%s) in %s; left "
+               "to run: %d with outputs over %s, %d the CPU's kernels refused\n",
                folding.nodes, human_bytes(static_cast<double>(folding.bytes)).c_str(),
                seconds_text(folding.seconds).c_str(), folding.over_cap,
-               human_bytes(static_cast<double>(kMaxFoldedConstantBytes)).c_str());
+               human_bytes(static_cast<double>(kMaxFoldedConstantBytes)).c_str(), folding.refused);
   const FusionStats& fusion = prepared.fusion;
   std::fprintf(stderr,
                "verbose: fusion: %d BatchNormalization folded into Conv, %d residual Add and %d "

@@ -25,13 +25,7 @@ class Fuser {
       if (op == "Conv" || op == "Gemm" || op == "MatMul") fuse_activation(n);
       if (op == "Loop") fuse_embedding_bag(n);
     }
-    size_t kept = 0;
-    for (size_t n = 0; n < graph_.nodes.size(); ++n) {
-      if (removed_[n]) continue;
-      if (kept != n) graph_.nodes[kept] = std::move(graph_.nodes[n]);
-      ++kept;
-    }
-    graph_.nodes.resize(kept);
+    graph_.erase_nodes(removed_);
     graph_.sort_topologically();
     return stats_;
   }

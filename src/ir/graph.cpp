@@ -86,6 +86,16 @@ std::vector<std::string> Graph::captured_names(const Graph& subgraph) {
   return names;
 }
 
+void Graph::erase_nodes(const std::vector<bool>& erased) {
+  size_t kept = 0;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    if (erased[n]) continue;
+    if (kept != n) nodes[kept] = std::move(nodes[n]);  // self-move would empty it
+    ++kept;
+  }
+  nodes.resize(kept);
+}
+
 void Graph::sort_topologically() {
   const size_t count = nodes.size();
   std::vector<int> producer(values.size(), -1);

@@ -72,6 +72,9 @@ class Graph {
   // Value ids referring to enclosing graphs, in order of first use.
   std::vector<int> outer_scope_values() const;
 
+  // Removes the nodes marked in `erased` (one flag per node), keeping the others in their order.
+  // Producers are left to the caller (sort_topologically sets them).
+  void erase_nodes(const std::vector<bool>& erased);
   // Orders nodes so that every value is produced before use and sets producers;
   // throws InputError naming a node on a cycle or a value that nothing produces.
   void sort_topologically();

@@ -85,13 +85,7 @@ void infer_nodes(Graph& graph, const std::set<std::string>& keep) {
     folded[n] = infer_node(graph, node, keep.count(node.name) > 0);
   }
   // Folded nodes are gone: their outputs are constants now.
-  size_t kept = 0;
-  for (size_t n = 0; n < graph.nodes.size(); ++n) {
-    if (folded[n]) continue;
-    if (kept != n) graph.nodes[kept] = std::move(graph.nodes[n]);  // self-move would empty it
-    ++kept;
-  }
-  graph.nodes.resize(kept);
+  graph.erase_nodes(folded);
   graph.sort_topologically();
 }
 

@@ -46,7 +46,10 @@ class Folder {
         continue;
       }
       std::optional<std::vector<Tensor>> values = evaluate(node);
-      if (!values) continue;
+      if (!values) {
+        ++stats_.refused;
+        continue;
+      }
       for (size_t i = 0; i < node.outputs.size(); ++i) {
         if (node.outputs[i] >= 0) graph_.values[node.outputs[i]].constant = std::move((*values)[i]);
       }
@@ -58,13 +61,7 @@ class Folder {
       stats_.bytes += bytes;
     }
     if (stats_.nodes > 0) {
-      size_t kept = 0;
-      for (size_t n = 0; n < graph_.nodes.size(); ++n) {
-        if (folded[n]) continue;
-        if (kept != n) graph_.nodes[kept] = std::move(graph_.nodes[n]);
-        ++kept;
-      }
-      graph_.nodes.resize(kept);
+      graph_.erase_nodes(folded);
       graph_.sort_topologically();
       drop_unread(read_by_folded);
     }
@@ -161,7 +158,8 @@ ConstantFolding fold_constants(Graph& graph, int64_t max_bytes) {
     const ConstantFolding folded = Folder(graph, max_bytes).run();
     total.nodes += folded.nodes;
     total.bytes += folded.bytes;
-    total.over_cap = folded.over_cap;
+    total.over_cap = folded.over_cap;  // those left in the last round
+    total.refused = folded.refused;
     total.seconds += folded.seconds;
     if (folded.nodes == 0 || !has_dynamic_shapes(graph)) break;
     const auto start = std::chrono::steady_clock::now();

@@ -14,6 +14,8 @@ struct ConstantFolding {
   int nodes = 0;       // nodes run once at load and replaced by the constants they computed
   int64_t bytes = 0;   // bytes of those constants
   int over_cap = 0;    // nodes of constant inputs left to run: outputs above the cap
+  int refused = 0;     // and those the CPU's kernels refused (the run says why, or another
+                       // device runs them)
   double seconds = 0;  // what folding took
 };
 

@@ -59,8 +59,8 @@ class GraphExecutor {
 
   const Graph& graph_;
   Device& device_;
-  std::optional<Graph>
-      specialised_;  // the nodes the kernels were compiled from (Device::specialise)
+  // The nodes the kernels were compiled from, where the device specialised them.
+  std::optional<Graph> specialised_;
   std::vector<std::unique_ptr<Step>> steps_;
   std::vector<int> last_use_;
   std::vector<int> planned_slot_;  // value id -> request index in plan_, or -1

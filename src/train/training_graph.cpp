@@ -164,20 +164,16 @@ void make_inputs(Graph& graph, std::vector<Slot>& slots, const std::vector<int>&
 void prune(Graph& graph) {
   std::vector<bool> live(graph.values.size(), false);
   for (int id : graph.outputs) live[id] = true;
-  std::vector<bool> keep(graph.nodes.size(), false);
+  std::vector<bool> dead(graph.nodes.size(), true);
   for (size_t n = graph.nodes.size(); n-- > 0;) {
     const Node& node = graph.nodes[n];
-    for (int id : node.outputs) keep[n] = keep[n] || (id >= 0 && live[id]);
-    if (!keep[n]) continue;
+    for (int id : node.outputs) {
+      if (id >= 0 && live[id]) dead[n] = false;
+    }
+    if (dead[n]) continue;
     for (int id : graph.values_read(node)) live[id] = true;
   }
-  size_t kept = 0;
-  for (size_t n = 0; n < graph.nodes.size(); ++n) {
-    if (!keep[n]) continue;
-    if (kept != n) graph.nodes[kept] = std::move(graph.nodes[n]);  // self-move would empty it
-    ++kept;
-  }
-  graph.nodes.resize(kept);
+  graph.erase_nodes(dead);
   // Left in the order built (a topological one): a sort could move recomputation forward.
   for (size_t n = 0; n < graph.nodes.size(); ++n)
     for (int id : graph.nodes[n].outputs)

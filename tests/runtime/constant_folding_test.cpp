@@ -77,5 +77,32 @@ TEST(ConstantFolding, LeavesOutputsAboveTheCapToRun) {
   EXPECT_TRUE(graph.values[graph.find_value("w")].is_constant());
 }
 
+TEST(ConstantFolding, CountsWhatTheCpuKernelsRefuseAndLeavesItToRun) {
+  // y = x + Cast(c * c), c float16: the CPU computes float16 only through Cast.
+  Graph graph;
+  graph.opset = 17;
+  const int x = graph.add_value("x", {DType::kFloat32, {4}});
+  graph.inputs.push_back(x);
+  const int c = graph.add_value("c", {DType::kFloat16, {4}});
+  graph.values[c].constant = Tensor::zeros(DType::kFloat16, {4});
+  const int square = graph.add_value("square");
+  const int wide = graph.add_value("wide");
+  const int y = graph.add_value("y");
+  graph.nodes.push_back({.name = "m", .op_type = "Mul", .inputs = {c, c}, .outputs = {square}});
+  Node cast{.name = "c", .op_type = "Cast", .inputs = {square}, .outputs = {wide}};
+  cast.attributes["to"] = int64_t{1};
+  graph.nodes.push_back(cast);
+  graph.nodes.push_back({.name = "a", .op_type = "Add", .inputs = {x, wide}, .outputs = {y}});
+  graph.outputs.push_back(y);
+  graph.sort_topologically();
+  infer_graph(graph);
+  ASSERT_EQ(graph.nodes.size(), 3u);
+  const ConstantFolding folded = fold_constants(graph);
+  EXPECT_EQ(folded.nodes, 0);
+  EXPECT_EQ(folded.refused, 1);
+  EXPECT_EQ(graph.nodes.size(), 3u);
+  EXPECT_TRUE(graph.values[c].is_constant());
+}
+
 }  // namespace
 }  // namespace tandem

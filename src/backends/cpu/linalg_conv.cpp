@@ -43,74 +43,6 @@ struct ConvProblem {
 
 size_t aligned(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
-ConvProblem describe_conv(const Node& node, bool transposed, const Shape& x, const Shape& w) {
-  const std::vector<int64_t> spatial(x.begin() + 2, x.end());
-  const std::vector<int64_t> kernel(w.begin() + 2, w.end());
-  ConvProblem p;
-  p.group = node.attr_int("group", 1);
-  p.window = transposed ? resolve_transposed_window(node, spatial, kernel)
-                        : resolve_window(node, spatial, kernel, false);
-  const WindowGeometry& g = p.window;
-  const int64_t in_channels = x[1];
-  const int64_t out_channels = transposed ? w[1] * p.group : w[0];
-  p.src = to_dims(x);
-  p.dst = {x[0], out_channels};
-  p.dst.insert(p.dst.end(), g.output.begin(), g.output.end());
-  const int64_t taps = product(to_dims(w), 2);
-  const int64_t in_per_group = in_channels / p.group, out_per_group = out_channels / p.group;
-  // ONNX weights: Conv [G*Cout/G, Cin/G, k...], ConvTranspose [G*Cin/G, Cout/G, k...];
-  // oneDNN wants [G,] Cout/G, Cin/G, k..., which for ConvTranspose is a transposed view.
-  memory::dims kernel_strides = contiguous_strides(kernel);
-  if (p.group > 1) p.weights.push_back(p.group);
-  p.weights.push_back(out_per_group);
-  p.weights.push_back(in_per_group);
-  p.weights.insert(p.weights.end(), kernel.begin(), kernel.end());
-  memory::dims strides;
-  if (p.group > 1) strides.push_back(in_per_group * out_per_group * taps);
-  if (transposed) {
-    strides.push_back(taps);
-    strides.push_back(out_per_group * taps);
-  } else {
-    strides.push_back(in_per_group * taps);
-    strides.push_back(taps);
-  }
-  strides.insert(strides.end(), kernel_strides.begin(), kernel_strides.end());
-  p.weights_user = memory::desc(p.weights, memory::data_type::f32, strides);
-  for (int64_t i = 0; i < g.rank(); ++i) {
-    const size_t axis = static_cast<size_t>(i);
-    p.strides.push_back(g.strides[axis]);
-    p.dilates.push_back(g.dilations[axis] - 1);  // oneDNN counts the gaps
-    p.pad_begin.push_back(g.pads_begin[axis]);
-    // ConvTranspose: output_padding enlarges the end, which oneDNN takes as negative padding.
-    p.pad_end.push_back(transposed ? (spatial[axis] - 1) * g.strides[axis] + g.extent(axis) -
-                                         g.pads_begin[axis] - g.output[axis]
-                                   : g.pads_end[axis]);
-  }
-  return p;
-}
-
-// The window of a depthwise Conv over 1 or 2 spatial axes, which the NCHW loop runs.
-std::optional<Window2d> depthwise_window(bool transposed, const ConvProblem& p, const Shape& x) {
-  const WindowGeometry& g = p.window;
-  if (transposed || p.group == 1 || p.group != x[1] || p.dst[1] != x[1] || g.rank() > 2) {
-    return std::nullopt;
-  }
-  const size_t h = 0, w = g.rank() == 2 ? 1 : 0;
-  const bool two_d = g.rank() == 2;
-  const Window2d window{
-      two_d ? x[2] : 1,           x.back(),       two_d ? g.output[h] : 1,     g.output[w],
-      two_d ? g.kernel[h] : 1,    g.kernel[w],    two_d ? g.strides[h] : 1,    g.strides[w],
-      two_d ? g.dilations[h] : 1, g.dilations[w], two_d ? g.pads_begin[h] : 0, g.pads_begin[w]};
-  // Large kernels over tiny planes (5x5 at 7x7): the loop's per-plane overhead dominates, and
-  // oneDNN's blocked kernel with its reorders is faster (85 us against 139 us for 1152
-  // channels, one thread).
-  const bool tiny_plane = window.out_h * window.out_w <= 64;
-  if (!depthwise_loop_supports(window) || (tiny_plane && window.kernel_h * window.kernel_w > 9)) {
-    return std::nullopt;
-  }
-  return window;
-}
-
 class ConvKernel final : public Kernel {
  public:
   ConvKernel(const KernelSpec& spec, bool transposed)
@@ -204,6 +136,52 @@ class ConvKernel final : public Kernel {
     return weights_buffer_;
   }
 
+  ConvProblem describe(const Shape& x, const Shape& w) const {
+    const std::vector<int64_t> spatial(x.begin() + 2, x.end());
+    const std::vector<int64_t> kernel(w.begin() + 2, w.end());
+    ConvProblem p;
+    p.group = node_.attr_int("group", 1);
+    p.window = transposed_ ? resolve_transposed_window(node_, spatial, kernel)
+                           : resolve_window(node_, spatial, kernel, false);
+    const WindowGeometry& g = p.window;
+    const int64_t in_channels = x[1];
+    const int64_t out_channels = transposed_ ? w[1] * p.group : w[0];
+    p.src = to_dims(x);
+    p.dst = {x[0], out_channels};
+    p.dst.insert(p.dst.end(), g.output.begin(), g.output.end());
+    const int64_t taps = product(to_dims(w), 2);
+    const int64_t in_per_group = in_channels / p.group, out_per_group = out_channels / p.group;
+    // ONNX weights: Conv [G*Cout/G, Cin/G, k...], ConvTranspose [G*Cin/G, Cout/G, k...];
+    // oneDNN wants [G,] Cout/G, Cin/G, k..., which for ConvTranspose is a transposed view.
+    memory::dims kernel_strides = contiguous_strides(kernel);
+    if (p.group > 1) p.weights.push_back(p.group);
+    p.weights.push_back(out_per_group);
+    p.weights.push_back(in_per_group);
+    p.weights.insert(p.weights.end(), kernel.begin(), kernel.end());
+    memory::dims strides;
+    if (p.group > 1) strides.push_back(in_per_group * out_per_group * taps);
+    if (transposed_) {
+      strides.push_back(taps);
+      strides.push_back(out_per_group * taps);
+    } else {
+      strides.push_back(in_per_group * taps);
+      strides.push_back(taps);
+    }
+    strides.insert(strides.end(), kernel_strides.begin(), kernel_strides.end());
+    p.weights_user = memory::desc(p.weights, memory::data_type::f32, strides);
+    for (int64_t i = 0; i < g.rank(); ++i) {
+      const size_t axis = static_cast<size_t>(i);
+      p.strides.push_back(g.strides[axis]);
+      p.dilates.push_back(g.dilations[axis] - 1);  // oneDNN counts the gaps
+      p.pad_begin.push_back(g.pads_begin[axis]);
+      // ConvTranspose: output_padding enlarges the end, which oneDNN takes as negative padding.
+      p.pad_end.push_back(transposed_ ? (spatial[axis] - 1) * g.strides[axis] + g.extent(axis) -
+                                            g.pads_begin[axis] - g.output[axis]
+                                      : g.pads_end[axis]);
+    }
+    return p;
+  }
+
   void build(const Shape& x, const Shape& w, bool has_bias, bool has_residual) {
     built_ = false;
     try {
@@ -219,12 +197,12 @@ class ConvKernel final : public Kernel {
   }
 
   void create_primitive(const Shape& x, const Shape& w, bool has_bias, bool has_residual) {
-    problem_ = describe_conv(node_, transposed_, x, w);
+    problem_ = describe(x, w);
     const ConvProblem& p = problem_;
     // The depthwise loop takes NCHW only; within a channels-last chain oneDNN runs it.
     const bool nchw = !node_.has(kSrcLayoutAttribute) && !node_.has(kDstLayoutAttribute) &&
                       !node_.has(kResidualLayoutAttribute);
-    depthwise_ = nchw ? depthwise_window(transposed_, p, x) : std::nullopt;
+    depthwise_ = nchw ? depthwise_window(p, x) : std::nullopt;
     implementation_ = depthwise_ ? "tandem depthwise NCHW" : "";
     if (depthwise_) return;
     const auto any = [](const memory::dims& dims) {
@@ -312,6 +290,28 @@ class ConvKernel final : public Kernel {
       bytes += aligned(weights_desc_.get_size());
     }
     scratch_bytes_ = std::max<size_t>(bytes, 64);
+  }
+
+  // The window of a depthwise Conv over 1 or 2 spatial axes, which the NCHW loop runs.
+  std::optional<Window2d> depthwise_window(const ConvProblem& p, const Shape& x) const {
+    const WindowGeometry& g = p.window;
+    if (transposed_ || p.group == 1 || p.group != x[1] || p.dst[1] != x[1] || g.rank() > 2) {
+      return std::nullopt;
+    }
+    const size_t h = 0, w = g.rank() == 2 ? 1 : 0;
+    const bool two_d = g.rank() == 2;
+    const Window2d window{
+        two_d ? x[2] : 1,           x.back(),       two_d ? g.output[h] : 1,     g.output[w],
+        two_d ? g.kernel[h] : 1,    g.kernel[w],    two_d ? g.strides[h] : 1,    g.strides[w],
+        two_d ? g.dilations[h] : 1, g.dilations[w], two_d ? g.pads_begin[h] : 0, g.pads_begin[w]};
+    // Large kernels over tiny planes (5x5 at 7x7): the loop's per-plane overhead dominates, and
+    // oneDNN's blocked kernel with its reorders is faster (85 us against 139 us for 1152
+    // channels, one thread).
+    const bool tiny_plane = window.out_h * window.out_w <= 64;
+    if (!depthwise_loop_supports(window) || (tiny_plane && window.kernel_h * window.kernel_w > 9)) {
+      return std::nullopt;
+    }
+    return window;
   }
 
   const Node& node_;

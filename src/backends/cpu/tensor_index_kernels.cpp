@@ -10,16 +10,19 @@
 namespace tandem::cpu {
 namespace {
 
+// A negative index resolved against `dim`; throws when it is out of range.
+void resolve_index(const Node& node, int64_t& index, int64_t dim) {
+  if (index < -dim || index >= dim) {
+    throw InputError(node.label() + ": index " + std::to_string(index) +
+                     " is out of range for a dim of " + std::to_string(dim));
+  }
+  if (index < 0) index += dim;
+}
+
 // Index values as int64, negative ones resolved against `dim`; throws on any out of range.
 std::vector<int64_t> checked_indices(const Node& node, const Tensor& indices, int64_t dim) {
   std::vector<int64_t> values = indices.to_int64s();
-  for (int64_t& index : values) {
-    if (index < -dim || index >= dim) {
-      throw InputError(node.label() + ": index " + std::to_string(index) +
-                       " is out of range for a dim of " + std::to_string(dim));
-    }
-    if (index < 0) index += dim;
-  }
+  for (int64_t& index : values) resolve_index(node, index, dim);
   return values;
 }
 
@@ -234,15 +237,6 @@ void one_hot(const Node& node, std::span<const Tensor> inputs, std::span<Tensor>
   });
 }
 
-// One bag's [begin, end) in `indices`, resolved as Slice resolves a start and an end.
-std::pair<int64_t, int64_t> bag_range(int64_t start, int64_t end, int64_t length) {
-  const auto clamp = [length](int64_t bound) {
-    if (bound < 0) bound += length;
-    return std::clamp<int64_t>(bound, 0, length);
-  };
-  return {clamp(start), std::max(clamp(start), clamp(end))};
-}
-
 // What the Loop it replaces computes (ir/fuse_embedding_bag.h), without a body run per bag:
 // each bag's rows summed in place, in the order the Loop's ReduceSum adds them. Only the indices
 // some bag reads are range-checked, as the Loop's Gather checks only those.
@@ -254,39 +248,33 @@ void embedding_bag(const Node& node, std::span<const Tensor> inputs, std::span<T
   const std::vector<int64_t> starts = inputs[2].to_int64s();
   const std::vector<int64_t> ends = inputs[3].to_int64s();
   const int64_t bags = outputs[0].dim(0);
+  // The Loop's Gather of a bag's bounds fails at the first bag past the shorter of them.
+  const auto bounded = static_cast<int64_t>(std::min(starts.size(), ends.size()));
+  if (bags > bounded) {
+    throw InputError(node.label() + ": index " + std::to_string(bounded) +
+                     " is out of range for a dim of " + std::to_string(bounded));
+  }
   const auto length = static_cast<int64_t>(indices.size());
-  std::vector<std::pair<int64_t, int64_t>> ranges(static_cast<size_t>(bags));
+  std::vector<SliceRange> ranges(static_cast<size_t>(bags));
   for (int64_t bag = 0; bag < bags; ++bag) {
-    for (const std::vector<int64_t>* bounds : {&starts, &ends}) {
-      if (bag >= static_cast<int64_t>(bounds->size())) {
-        throw InputError(node.label() + ": index " + std::to_string(bag) +
-                         " is out of range for a dim of " + std::to_string(bounds->size()));
-      }
-    }
-    ranges[bag] = bag_range(starts[bag], ends[bag], length);
-    for (int64_t j = ranges[bag].first; j < ranges[bag].second; ++j) {
-      int64_t& index = indices[j];
-      if (index < -rows || index >= rows) {
-        throw InputError(node.label() + ": index " + std::to_string(index) +
-                         " is out of range for a dim of " + std::to_string(rows));
-      }
-      if (index < 0) index += rows;
-    }
+    ranges[bag] = slice_range(starts[bag], ends[bag], 1, length);
+    for (int64_t j = ranges[bag].start; j < ranges[bag].start + ranges[bag].count; ++j)
+      resolve_index(node, indices[j], rows);
   }
   const bool mean = node.attr_string("mode", "sum") == "mean";
   const float* src = table.data<float>();
   float* dst = outputs[0].data<float>();
 #pragma omp parallel for schedule(static) if (bags * width * 4 > kParallelBytes)
   for (int64_t bag = 0; bag < bags; ++bag) {
-    const auto [begin, end] = ranges[bag];
+    const SliceRange& range = ranges[bag];
     float* out = dst + bag * width;
     std::fill(out, out + width, 0.0f);
-    for (int64_t j = begin; j < end; ++j) {
+    for (int64_t j = range.start; j < range.start + range.count; ++j) {
       const float* row = src + indices[j] * width;
       for (int64_t c = 0; c < width; ++c) out[c] += row[c];
     }
     if (mean) {
-      const auto count = static_cast<float>(end - begin);
+      const auto count = static_cast<float>(range.count);
       for (int64_t c = 0; c < width; ++c) out[c] /= count;
     }
   }
