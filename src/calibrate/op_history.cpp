@@ -28,4 +28,10 @@ std::map<std::string, double> OpHistory::median_seconds() const {
   return result;
 }
 
+void fold_into_profile(const std::string& path, const std::map<std::string, double>& measured) {
+  CalibrationProfile profile = read_profile(path);
+  for (const auto& [signature, seconds] : measured) profile.op_seconds[signature] = seconds;
+  write_profile(path, profile);
+}
+
 }  // namespace tandem::calibrate

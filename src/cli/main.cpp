@@ -191,6 +191,10 @@ int main(int argc, char** argv) {
   run_verb->add_option("--report", run.report,
                        "with --cluster: write an HTML report, the predicted timeline above the "
                        "measured one");
+  run_verb->add_flag("--calibrate-from-run", run.calibrate_from_run,
+                     "with --cluster: fold the run's measured op times into the calibration "
+                     "profile each device names (profile: in the cluster file), so that the next "
+                     "plan prices those ops as they ran");
   run_verb->add_flag("--failover", run.failover,
                      "with --cluster: when a device fails, re-plan onto the others and finish");
   run_verb

@@ -124,9 +124,10 @@ void check_options(const RunOptions& options) {
     throw InputError("run", "model is required (or --plan PLAN.json, which names its model)");
   if (options.cluster.empty() &&
       (!options.trace.empty() || !options.report.empty() || options.failover ||
-       !options.strategy.empty() || options.microbatches != 1))
-    throw InputError("--strategy, --microbatches, --trace, --report and --failover",
-                     "need --cluster (or --plan)");
+       !options.strategy.empty() || options.microbatches != 1 || options.calibrate_from_run))
+    throw InputError(
+        "--strategy, --microbatches, --trace, --report, --failover and --calibrate-from-run",
+        "need --cluster (or --plan)");
   if (!options.plan.empty() && !options.strategy.empty())
     throw InputError("--plan and --strategy", "give one: a plan file, or a strategy to plan with");
 }
@@ -242,6 +243,10 @@ int run_command(const RunOptions& given) {
     throw InputError("mpirun",
                      "tandem run under mpirun needs --cluster FILE (or --plan): a "
                      "cluster whose hosts the ranks run");
+  if (ranks && options.calibrate_from_run)
+    throw InputError("--calibrate-from-run",
+                     "not under mpirun: each host's profiles are files on that host; run "
+                     "`tandem calibrate` on each host instead");
   check_options(options);
   cpu::set_cpu_threads(options.threads);
   const std::map<std::string, Tensor> input_files = read_input_files(options);

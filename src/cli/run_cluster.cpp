@@ -8,8 +8,11 @@
 #include <map>
 
 #include "backends/registry.h"
+#include "calibrate/op_history.h"
 #include "cli/backends.h"
 #include "cost/cost_model.h"
+#include "devices/profile.h"
+#include "distributed/core_sharing.h"
 #include "distributed/rank_map.h"
 #include "distributed/rank_timeline.h"
 #include "ir/error.h"
@@ -18,6 +21,7 @@
 #include "plan/strategies.h"
 #include "plan/strategy.h"
 #include "report/html_report.h"
+#include "report/segment_check.h"
 #include "report/table.h"
 #include "report/timeline.h"
 #include "runtime/plan_executor.h"
@@ -176,6 +180,72 @@ ClusterRunFigures figures_of(const ClusterRun& run, const PlanningProblem& probl
   return figures;
 }
 
+// --calibrate-from-run folds op times measured on the whole batch only: an op run on a
+// micro-batch or a data-parallel share has other shapes than the node the cost model prices.
+void check_foldable(const RunOptions& options, const Plan& plan) {
+  if (!options.calibrate_from_run) return;
+  if (plan.microbatches > 1 || !plan.batch_share.empty())
+    throw InputError("--calibrate-from-run",
+                     "the plan (" + (plan.chosen.empty() ? plan.strategy : plan.chosen) +
+                         ") splits the batch into " +
+                         (plan.batch_share.empty() ? "micro-batches" : "data-parallel shares") +
+                         ", whose op times do not price the whole batch's ops; calibrate from a "
+                         "run with --microbatches 1 and a strategy that does not split the batch");
+}
+
+// Each device's measured op times (median over the timed runs, per top-level node) into the
+// profile its cluster entry names; says on stderr what went where and what was left out.
+void calibrate_from_run(const ClusterRun& run, const PlanningProblem& planned) {
+  const Graph& graph = *planned.graph();
+  const Cluster& cluster = planned.cluster();
+  std::map<std::string, const Node*> by_label;
+  for (const Node& node : graph.nodes) by_label[node.label()] = &node;
+  std::map<std::string, int> device_of_id;
+  for (int d = 0; d < planned.device_count(); ++d) device_of_id[cluster.devices[d].id] = d;
+  // Per device, per node, per run: the node's time (one call per run: the batch is whole).
+  std::map<int, std::map<const Node*, std::map<int, double>>> measured;
+  for (const TimelineSpan& span : run.timeline.spans) {
+    if (span.category != "op") continue;
+    const auto node = by_label.find(span.name);
+    const auto device = device_of_id.find(run.timeline.tracks[span.track].group);
+    if (node == by_label.end() || device == device_of_id.end()) continue;
+    measured[device->second][node->second][span.iteration] += span.duration_seconds;
+  }
+  std::map<std::string, calibrate::OpHistory> by_profile;
+  std::map<std::string, std::string> devices_of_profile;
+  for (int d = 0; d < planned.device_count(); ++d) {
+    const DeviceSpec& spec = cluster.devices[d];
+    const auto ran = measured.find(d);
+    if (ran == measured.end()) {
+      const bool used = std::any_of(run.plan.segments.begin(), run.plan.segments.end(),
+                                    [&](const Segment& segment) { return segment.device == d; });
+      if (used)
+        std::fprintf(stderr, "calibrated: %s ran compiled programs, no op times to fold\n",
+                     spec.id.c_str());
+      continue;
+    }
+    if (spec.profile.empty()) {
+      std::fprintf(stderr, "calibrated: %s names no profile; its %zu op times were not kept\n",
+                   spec.id.c_str(), ran->second.size());
+      continue;
+    }
+    calibrate::OpHistory& history = by_profile[spec.profile];
+    for (const auto& [node, per_run] : ran->second) {
+      std::vector<double> seconds;
+      for (const auto& [iteration, total] : per_run) seconds.push_back(total);
+      history.add(op_signature(*node, graph), median(seconds));
+    }
+    std::string& devices = devices_of_profile[spec.profile];
+    devices += (devices.empty() ? "" : ", ") + spec.id;
+  }
+  for (const auto& [file, history] : by_profile) {
+    calibrate::fold_into_profile(file, history.median_seconds());
+    std::fprintf(stderr, "calibrated: %zu op times measured on %s folded into %s\n",
+                 history.signatures(), devices_of_profile[file].c_str(),
+                 display_path(file).c_str());
+  }
+}
+
 // The prediction the report draws above the measured run: the plan that ran, simulated.
 void write_report(const RunOptions& options, const ClusterRun& ran, const PlanningProblem& planned,
                   const ImportedModel& model, const BatchSplit& split) {
@@ -190,6 +260,7 @@ void write_report(const RunOptions& options, const ClusterRun& ran, const Planni
                       : ran.plan.chosen + " (chosen by " + ran.plan.strategy + ")";
   html.batch = split.batch;
   html.measured = ran.timeline;
+  html.segment_checks = check_segments(ran.plan, planned, ran.timeline);
   html.measured_source = display_path(options.cluster) + ": " +
                          std::to_string(ran.runs.latencies_seconds.size()) +
                          " timed run(s) after " + std::to_string(ran.runs.warmup_runs) + " warm-up";
@@ -209,6 +280,7 @@ RunReport cluster_report(const RunOptions& options, const ClusterRun& run,
   report.latencies_seconds = run.runs.latencies_seconds;
   report.duration_seconds = run.runs.duration_seconds;
   report.cluster = figures_of(run, planned, compile_stats(devices), options.cluster);
+  report.cluster->segment_checks = check_segments(run.plan, planned, run.timeline);
   if (!failed_over.empty())
     report.cluster->failover = "failover    " + failed_over +
                                " failed; re-planned with auto onto the remaining devices and "
@@ -240,7 +312,14 @@ RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
                  options.microbatches, split.refusal.c_str());
   }
   const PlanningProblem problem(graph, cost.cluster(), cost, plan_options);
-  const bool record_ops = !options.trace.empty() || !options.report.empty() || options.profile;
+  if (options.calibrate_from_run &&
+      std::none_of(cluster.devices.begin(), cluster.devices.end(),
+                   [](const DeviceSpec& device) { return !device.profile.empty(); }))
+    throw InputError(options.cluster,
+                     "--calibrate-from-run: no device names a profile (make one with `tandem "
+                     "calibrate -o FILE.json` and name it with profile: FILE.json)");
+  const bool record_ops = !options.trace.empty() || !options.report.empty() || options.profile ||
+                          options.calibrate_from_run;
   ClusterRun run;
   std::string failed_over;  // the device a failover left behind
   const auto write_report = [&](const ClusterRun& ran, const PlanningProblem& planned) {
@@ -250,8 +329,10 @@ RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
   try {
     const Plan plan = make_plan(options, problem, options.strategy);
     if (options.verbose) say_plan(plan, problem);
+    check_foldable(options, plan);
     run = run_plan(schedule, graph, split, plan, devices, inputs, record_ops);
     write_report(run, problem);
+    if (options.calibrate_from_run) calibrate_from_run(run, problem);
   } catch (const DeviceFailure& failure) {
     if (!options.failover) throw;
     // Re-plan with `auto` onto the devices left, and run that plan from the start.
@@ -262,8 +343,10 @@ RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
                  failure.device_name().c_str(), failure.what());
     const Plan plan = make_plan(options, replanned, "auto");
     if (options.verbose) say_plan(plan, replanned);
+    check_foldable(options, plan);
     run = run_plan(schedule, graph, split, plan, devices, inputs, record_ops);
     write_report(run, replanned);
+    if (options.calibrate_from_run) calibrate_from_run(run, replanned);
     failed_over = failure.device_name();
   }
   if (!options.trace.empty()) {
@@ -320,6 +403,27 @@ void agree_on_run(const distributed::MpiWorld& world, const std::string& what,
   }
 }
 
+// Ranks that mpirun left on the same cores of one machine each narrow themselves to a share of
+// them before their CPU devices pin to cores (distributed/core_sharing.h): else every rank's
+// first device pins to the same first core and the ranks take turns instead of overlapping.
+void take_share_of_cores(const distributed::MpiWorld& world, const Cluster& mine) {
+  distributed::RankCores own{world.processor_names()[world.rank()], distributed::affinity_cores(),
+                             0};
+  for (const DeviceSpec& device : mine.devices) {
+    if (device.backend != BackendKind::kCpu) continue;
+    own.claimed += device.cores > 0 ? device.cores : static_cast<int>(own.cores.size());
+  }
+  nlohmann::json text{{"machine", own.machine}, {"cores", own.cores}, {"claimed", own.claimed}};
+  std::vector<distributed::RankCores> ranks;
+  for (const std::string& other : world.all_gather(text.dump())) {
+    const nlohmann::json figures = nlohmann::json::parse(other);
+    ranks.push_back({figures["machine"].get<std::string>(),
+                     figures["cores"].get<std::vector<int>>(), figures["claimed"].get<int>()});
+  }
+  const std::vector<int> share = distributed::share_of_cores(ranks, world.rank());
+  if (share != own.cores) distributed::restrict_affinity(share);
+}
+
 // This rank's devices of the cluster, null for the other ranks'; when one rank cannot start its
 // devices, every rank throws InputError naming it.
 std::vector<std::unique_ptr<Device>> start_rank_devices(const distributed::MpiWorld& world,
@@ -336,6 +440,7 @@ std::vector<std::unique_ptr<Device>> start_rank_devices(const distributed::MpiWo
   std::vector<std::unique_ptr<Device>> devices(cluster.devices.size());
   std::string error;
   try {
+    take_share_of_cores(world, mine);
     std::vector<std::unique_ptr<Device>> made = make_devices(mine, false);
     for (size_t k = 0; k < made.size(); ++k) devices[positions[k]] = std::move(made[k]);
   } catch (const std::exception& failure) {

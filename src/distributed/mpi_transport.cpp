@@ -36,6 +36,7 @@ struct MpiTransport::State {
   std::mutex mutex;
   std::condition_variable wake;     // the MPI thread: work handed over
   std::condition_variable settled;  // end_run, fail: the run is over or the notice went out
+  std::condition_variable posted;   // send: the MPI thread has taken its message in hand
   bool stop = false;
   bool in_run = false;
   bool run_over = false;  // failed here or on a peer: nothing more is waited for
@@ -51,7 +52,8 @@ struct MpiTransport::State {
   bool failure_told = false;
   std::function<void(int, const std::string&)> on_peer_failure;
   int outstanding = 0;  // receives not arrived and sends not completed, this run
-  int calling = 0;      // callbacks into the run now running: end_run waits for them
+  uint64_t sends_handed = 0, sends_taken = 0;  // by send(), by the MPI thread (posted or dropped)
+  int calling = 0;  // callbacks into the run now running: end_run waits for them
 
   // The MPI thread's own.
   struct SendSlot {
@@ -255,6 +257,17 @@ struct MpiTransport::State {
         std::swap(failing, failure_to_tell);
       }
       bool busy = !receiving.empty() || !sending.empty();
+      // However this pass ends, its sends are taken: their senders may go on.
+      struct TakeSends {
+        State& state;
+        size_t count;
+        ~TakeSends() {
+          if (count == 0) return;
+          std::lock_guard lock(state.mutex);
+          state.sends_taken += count;
+          state.posted.notify_all();
+        }
+      } take_sends{*this, sending.size()};
       try {
         if (failing) {
           tell_failure(*failing);
@@ -353,6 +366,7 @@ MpiTransport::~MpiTransport() {
     state_->stop = true;
   }
   state_->wake.notify_all();
+  state_->posted.notify_all();
   state_->thread.join();
   // After a failure, requests may be left that no peer will ever complete: the communicator
   // is then left to the process's end rather than freed.
@@ -375,11 +389,16 @@ void MpiTransport::begin_run(
 
 void MpiTransport::send(int to, int tag, Tensor tensor) {
   if (!tensor.on_host()) throw std::runtime_error("MpiTransport sends host tensors only");
-  std::lock_guard lock(state_->mutex);
+  std::unique_lock lock(state_->mutex);
   if (state_->run_over) return;  // the run failed: nothing more is sent
   ++state_->outstanding;
   state_->new_sends.push_back({to, tag, std::move(tensor)});
+  const uint64_t ticket = ++state_->sends_handed;
   state_->wake.notify_all();
+  // Waits for the MPI thread to post it (and poll once): where a rank's threads share a core,
+  // a thread that went straight on to its next segment could hold the message back for a whole
+  // scheduler slice, and a pipeline's stages would take turns instead of overlapping.
+  state_->posted.wait(lock, [&] { return state_->sends_taken >= ticket || state_->stop; });
 }
 
 void MpiTransport::fail(const std::string& what) {

@@ -314,6 +314,36 @@ std::string utilisation_cell(double busy, double end, const std::string& colour)
   return format("<td>%s %.0f%%</td>", bar(used, colour).c_str(), 100 * used);
 }
 
+// Per segment that ran: measured beside predicted, the rows off by more than
+// kSegmentOffFraction marked (class "off", data-off).
+std::string segment_checks_html(const std::vector<SegmentCheck>& checks) {
+  if (checks.empty()) return "";
+  size_t off = 0;
+  std::string rows;
+  for (const SegmentCheck& check : checks) {
+    const double error =
+        check.predicted_seconds > 0
+            ? (check.measured_seconds - check.predicted_seconds) / check.predicted_seconds
+            : 0.0;
+    off += check.off() ? 1 : 0;
+    rows += format(
+        "<tr%s><td>%d</td><td>%s</td><td>%zu</td><td>%s</td><td>%s</td><td>%s</td><td>%+.0f%%%s</"
+        "td></tr>\n",
+        check.off() ? " class=\"off\" data-off" : "", check.segment, escape(check.device).c_str(),
+        check.nodes, escape(check.first + (check.nodes > 1 ? " .. " + check.last : "")).c_str(),
+        seconds_text(check.measured_seconds).c_str(), seconds_text(check.predicted_seconds).c_str(),
+        100 * error, check.off() ? " (off)" : "");
+  }
+  return format(
+             "<h2>Segments: measured beside predicted</h2>\n<p>%zu of %zu segment(s) off their "
+             "prediction by more than %.0f%% (error: measured less predicted, over predicted; "
+             "measured: the median over the timed runs, micro-batches summed).</p>\n",
+             off, checks.size(), 100 * kSegmentOffFraction) +
+         "<table class=\"segments\"><tr><th>segment</th><th>device</th><th>nodes</th>"
+         "<th>first .. last</th><th>measured</th><th>predicted</th><th>error</th></tr>\n" +
+         rows + "</table>\n";
+}
+
 // Per device: predicted busy, idle, utilisation (and the measured iteration's beside them),
 // memory; per used link: bytes and busy. Tables without rows are left out.
 std::string utilisation_html(const HtmlReport& report, const View* measured) {
@@ -531,6 +561,7 @@ svg text { font-size: 11px; } .tick { fill: #555; } .axis-title { fill: #333; }
 .span:hover { stroke: #000; stroke-width: 1; }
 .legend { margin: 6px 0 10px; } .key { margin-right: 16px; white-space: nowrap; }
 .key svg { vertical-align: middle; }
+tr.off td { background: #fde2e1; }
 .memory { display: inline-block; margin: 4px 16px 8px 0; }
 #detail { position: fixed; top: 8px; right: 8px; background: #fffbe6; padding: 4px 8px;
           border: 1px solid #e0d080; display: none; }
@@ -618,6 +649,7 @@ std::string html_report(const HtmlReport& report) {
 
   const std::string utilisation = utilisation_html(report, has_measured ? &measured : nullptr);
   if (!utilisation.empty()) html += "<h2>Utilisation</h2>\n" + utilisation;
+  html += segment_checks_html(report.segment_checks);
   html += "<h2>Memory over time</h2>\n" + memory_html(report, end);
   html += "<h2>Bytes moved between devices</h2>\n" + bytes_matrix(report);
   html += strategies_svg(report);

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "report/segment_check.h"
 #include "report/timeline.h"
 
 namespace tandem {
@@ -49,6 +50,9 @@ struct HtmlReport {
   // (its "compute" spans) with the prediction's, matching DeviceRow::id to the track groups.
   Timeline measured;
   std::string measured_source;  // "measured on this machine (...)"; empty: measured.source
+  // Each segment that ran, measured (median over the timed runs) beside predicted; those off
+  // by more than kSegmentOffFraction are flagged. Empty: no section.
+  std::vector<SegmentCheck> segment_checks;
 };
 
 // One self-contained HTML file: inline CSS, inline SVG drawn here, a few lines of inline script

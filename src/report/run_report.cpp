@@ -89,6 +89,38 @@ std::string render_profile(const RunReport& report) {
   return text;
 }
 
+// The segments whose prediction missed, worst first (all of them are in --json and the HTML
+// report); a line saying so when none did.
+std::string render_segment_checks(const std::vector<SegmentCheck>& checks) {
+  if (checks.empty()) return "";
+  std::vector<const SegmentCheck*> off;
+  for (const SegmentCheck& check : checks)
+    if (check.off()) off.push_back(&check);
+  const auto error = [](const SegmentCheck& check) {
+    return std::abs(check.measured_seconds - check.predicted_seconds) / check.predicted_seconds;
+  };
+  if (off.empty()) {
+    return format("segments    all %zu within %.0f%% of their prediction\n", checks.size(),
+                  100 * kSegmentOffFraction);
+  }
+  std::stable_sort(off.begin(), off.end(), [&](const SegmentCheck* a, const SegmentCheck* b) {
+    return error(*a) > error(*b);
+  });
+  std::string text = format("segments    %zu of %zu off their prediction by more than %.0f%%%s:\n",
+                            off.size(), checks.size(), 100 * kSegmentOffFraction,
+                            off.size() > kNodesShown ? " (the worst; --json has them all)" : "");
+  Table table({"segment", "device", "nodes", "measured", "predicted", "error"});
+  for (size_t i = 0; i < off.size() && i < kNodesShown; ++i) {
+    const SegmentCheck& check = *off[i];
+    table.add_row({std::to_string(check.segment), check.device,
+                   std::to_string(check.nodes) + " (" + check.first +
+                       (check.nodes > 1 ? " .. " + check.last : "") + ")",
+                   seconds_text(check.measured_seconds), seconds_text(check.predicted_seconds),
+                   percent_error(check.measured_seconds, check.predicted_seconds)});
+  }
+  return text + table.render();
+}
+
 std::string render_cluster(const RunReport& report, const LatencyStats& stats) {
   const ClusterRunFigures& cluster = *report.cluster;
   std::string strategy = cluster.strategy;
@@ -124,6 +156,7 @@ std::string render_cluster(const RunReport& report, const LatencyStats& stats) {
       "predicted by the planner's evaluator (%s)\n",
       cluster.segments_run, cluster.transfers_run,
       cluster.predicted_from.empty() ? "cost model" : cluster.predicted_from.c_str());
+  text += render_segment_checks(cluster.segment_checks);
   for (const ProgramStats& plugin : cluster.compiled) {
     text += format(
         "%s: %d program(s) compiled in %s, %d loaded from the disk cache in %s, %d reused in "
@@ -170,6 +203,18 @@ nlohmann::json cluster_json(const ClusterRunFigures& cluster) {
                          {"transfers_run", cluster.transfers_run},
                          {"devices", devices},
                          {"compiled", compiled}};
+  nlohmann::json checks = nlohmann::json::array();
+  for (const SegmentCheck& check : cluster.segment_checks) {
+    checks.push_back({{"segment", check.segment},
+                      {"device", check.device},
+                      {"nodes", check.nodes},
+                      {"first", check.first},
+                      {"last", check.last},
+                      {"measured_s", check.measured_seconds},
+                      {"predicted_s", check.predicted_seconds},
+                      {"off", check.off()}});
+  }
+  json["segment_checks"] = checks;
   if (!cluster.failover.empty()) json["failover"] = cluster.failover;
   if (cluster.ranks > 0) {
     nlohmann::json links = nlohmann::json::array();

@@ -7,6 +7,7 @@
 
 #include "ir/tensor.h"
 #include "report/json_schema.h"
+#include "report/segment_check.h"
 #include "util/compare.h"
 
 namespace tandem {
@@ -57,8 +58,9 @@ struct ClusterRunFigures {
   };
   std::vector<DeviceBusy> devices;
   std::vector<ProgramStats> compiled;
-  int segments_run = 0, transfers_run = 0;  // in one run
-  std::string failover;                     // what failed and how the run went on, when it did
+  int segments_run = 0, transfers_run = 0;   // in one run
+  std::vector<SegmentCheck> segment_checks;  // every segment that ran, measured beside predicted
+  std::string failover;                      // what failed and how the run went on, when it did
   // Across hosts (one MPI rank per host): how the ranks were given hosts, and per pair of
   // hosts the tensors that crossed the network in one run, measured (median over the timed
   // runs, first byte to last of each message, summed) beside the planner's transfer times.

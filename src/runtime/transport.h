@@ -34,7 +34,9 @@ class Transport {
   virtual void begin_run(
       std::vector<Receive> receives,
       std::function<void(int rank, const std::string& what)> on_peer_failure) = 0;
-  // Sends a host tensor; returns at once (the transport keeps the tensor until it is sent).
+  // Sends a host tensor; returns once the transport has taken it in hand (started sending it,
+  // not waiting for it to arrive), keeping the tensor until it is sent. Never called from the
+  // transport's own thread.
   virtual void send(int to, int tag, Tensor tensor) = 0;
   // This rank's run failed: tells every other rank (`what` names the device and op) and stops
   // waiting for messages. The transport takes no further run.

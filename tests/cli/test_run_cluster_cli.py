@@ -3,6 +3,7 @@ measured against predicted, injected faults, failover, and the options it needs.
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -97,6 +98,72 @@ class RunCluster(unittest.TestCase):
         # Each node ran once per micro-batch in every run.
         self.assertEqual(sum(t["calls"] for t in report["profile"]["op_types"]), 2 * 13)
         self.assertTrue(all(n["time_per_run_s"] > 0 for n in nodes if n["op_type"] != "Flatten"))
+
+    def test_every_segment_measured_beside_predicted_and_misses_flagged(self):
+        result = tandem("run", *model_args("resnet"), *SPLIT[:2], "--strategy", "pipeline",
+                        "--iterations", "3", "--json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        plan = json.loads(result.stdout)["plan"]
+        checks = plan["segment_checks"]
+        self.assertEqual(len(checks), plan["segments"])
+        self.assertEqual({c["device"] for c in checks}, {"cpu0", "cpu1"})
+        self.assertEqual(sum(c["nodes"] for c in checks), 13)  # the fused graph's nodes
+        for check in checks:
+            self.assertGreater(check["measured_s"], 0)
+            self.assertGreater(check["predicted_s"], 0)
+            error = abs(check["measured_s"] - check["predicted_s"]) / check["predicted_s"]
+            self.assertEqual(check["off"], error > 0.25, check)
+        # A segment's median time fits in a run's.
+        self.assertLessEqual(max(c["measured_s"] for c in checks),
+                             json.loads(result.stdout)["latency"]["max_s"])
+        text = tandem("run", *model_args("resnet"), *SPLIT[:2], "--strategy", "pipeline",
+                      "--iterations", "3").stdout
+        self.assertRegex(text, r"segments    (all \d+ within 25% of their prediction|"
+                               r"\d+ of \d+ off their prediction by more than 25%)")
+
+    def test_calibrate_from_run_folds_the_measured_op_times_into_the_profile(self):
+        with tempfile.TemporaryDirectory() as folder:
+            profile = os.path.join(folder, "cpu.json")
+            made = tandem("calibrate", "-o", profile, "--quick")
+            self.assertEqual(made.returncode, 0, made.stderr)
+            cluster = os.path.join(folder, "split.yaml")
+            with open(cluster, "w") as f:
+                f.write("hosts: [local]\ndevices:\n"
+                        "  - {id: cpu0, preset: cpu-generic-avx2, host: local, backend: cpu, "
+                        "cores: 1, profile: cpu.json}\n"
+                        "  - {id: cpu1, preset: cpu-generic-avx2, host: local, backend: cpu, "
+                        "cores: 1}\n")
+            with open(profile) as f:
+                before = json.load(f)
+            single = ["plan", *model_and_dims("resnet"), "--cluster", cluster, "--strategy",
+                      "single:cpu0", "--json"]
+            predicted_before = json.loads(tandem(*single).stdout)["predicted"]["latency_s"]
+            result = tandem("run", *model_args("resnet"), "--cluster", cluster, "--strategy",
+                            "pipeline", "--iterations", "3", "--calibrate-from-run")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertRegex(result.stderr, r"calibrated: \d+ op times measured on cpu0 folded into")
+            self.assertRegex(result.stderr, r"calibrated: cpu1 names no profile; its \d+ op times")
+            with open(profile) as f:
+                after = json.load(f)
+            folded = int(re.search(r"calibrated: (\d+) op times", result.stderr).group(1))
+            self.assertGreater(folded, 0)
+            self.assertEqual(len(after["op_seconds"]), len(before.get("op_seconds", {})) + folded)
+            self.assertEqual(after["figures"], before["figures"])
+            # The next plan prices those ops as they ran: cpu0's prediction moves to the
+            # measured op times (it cannot be the roofline's to the nanosecond).
+            planned = tandem(*single)
+            self.assertEqual(planned.returncode, 0, planned.stderr)
+            self.assertNotEqual(json.loads(planned.stdout)["predicted"]["latency_s"],
+                                predicted_before)
+            # A split batch is refused before any work, naming why.
+            split = tandem("run", *model_args("resnet"), "--cluster", cluster, "--strategy",
+                           "pipeline", "--microbatches", "2", "--calibrate-from-run")
+            self.assertEqual(split.returncode, 2)
+            self.assertIn("micro-batches", split.stderr)
+        # A cluster without profiles has nothing to fold into.
+        none = tandem("run", *model_args("resnet"), *SPLIT[:2], "--calibrate-from-run")
+        self.assertEqual(none.returncode, 2)
+        self.assertIn("no device names a profile", none.stderr)
 
     def test_a_pipeline_plan_file_runs_with_transfers(self):
         with tempfile.TemporaryDirectory() as folder:

@@ -179,6 +179,22 @@ class MeasuredRunReport(unittest.TestCase):
     def test_measured_busy_beside_predicted(self):
         self.assertEqual(self.dom.stdout.count("<td data-measured-busy"), 2)
 
+    def test_each_segment_measured_beside_predicted_and_the_misses_flagged(self):
+        html = self.dom.stdout
+        self.assertIn("Segments: measured beside predicted", html)
+        table = html[html.find('<table class="segments">'):]
+        table = table[:table.find("</table>")]
+        rows = re.findall(r"<tr( class=\"off\" data-off(?:=\"\")?)?><td>(\d+)</td><td>(cpu[01])</td>"
+                          r"<td>\d+</td><td>[^<]*</td><td>[^<]+</td><td>[^<]+</td><td>([+-]\d+)%", table)
+        self.assertGreaterEqual(len(rows), 2, table)  # a pipeline: a segment on each device
+        self.assertEqual({device for _, _, device, _ in rows}, {"cpu0", "cpu1"})
+        # A row is flagged exactly when its error is beyond 25% (rounded to the percent shown).
+        for flag, _, _, error in rows:
+            if abs(int(error)) > 26:
+                self.assertTrue(flag, table)
+            if abs(int(error)) < 24:
+                self.assertFalse(flag, table)
+
     def test_screenshot_is_kept(self):
         os.makedirs(ARTEFACTS, exist_ok=True)
         shot = os.path.join(ARTEFACTS, "run_report.png")
