@@ -7,6 +7,7 @@
 #include "calibrate/bench_graph.h"
 #include "calibrate/host.h"
 #include "calibrate/microbench.h"
+#include "calibrate/runtime_costs.h"
 
 namespace tandem::calibrate {
 namespace {
@@ -419,6 +420,17 @@ CalibrationProfile calibrate_cpu(const CalibrationOptions& options) {
       measured(physical_memory_bytes(), options, "physical memory (sysconf)");
   cpu::CpuDevice device;
   measure_kernels(device, options, profile);
+
+  const RuntimeCosts runtime = measure_runtime_costs(profile.threads, repetition_for(options),
+                                                     median_note(repetition_for(options)));
+  profile.figures.run_overhead = measured(runtime.run_overhead, options, runtime.run_method);
+  profile.measurements.push_back({"plan run", runtime.run_overhead, "s", runtime.run_method});
+  if (options.progress) options.progress(profile.measurements.back());
+  profile.figures.handoff_latency =
+      measured(runtime.handoff_latency, options, runtime.handoff_method);
+  profile.measurements.push_back(
+      {"hand-off per hop", runtime.handoff_latency, "s", runtime.handoff_method});
+  if (options.progress) options.progress(profile.measurements.back());
 
   const size_t bytes = options.quick ? size_t{16} << 20 : size_t{64} << 20;
   const Repetition repetition = repetition_for(options);

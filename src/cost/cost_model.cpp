@@ -121,6 +121,8 @@ void overlay(DeviceFigures& figures, const DeviceFigures& measured, const std::s
   overlay(figures.memory_bandwidth, measured.memory_bandwidth, file);
   overlay(figures.launch_overhead, measured.launch_overhead, file);
   overlay(figures.step_overhead, measured.step_overhead, file);
+  overlay(figures.run_overhead, measured.run_overhead, file);
+  overlay(figures.handoff_latency, measured.handoff_latency, file);
   overlay(figures.price_per_hour, measured.price_per_hour, file);
 }
 
@@ -208,6 +210,8 @@ void CostModel::build_indices() {
            same_figure(a.memory_bandwidth, b.memory_bandwidth) &&
            same_figure(a.launch_overhead, b.launch_overhead) &&
            same_figure(a.step_overhead, b.step_overhead) &&
+           same_figure(a.run_overhead, b.run_overhead) &&
+           same_figure(a.handoff_latency, b.handoff_latency) &&
            same_figure(a.price_per_hour, b.price_per_hour) && a.matrix_tile == b.matrix_tile &&
            a.matrix_tile_source == b.matrix_tile_source;
   };
@@ -249,6 +253,9 @@ void CostModel::add_device(int device, std::shared_ptr<const CalibrationProfile>
       if (!to_host) continue;
       overlay(link.bandwidth_forward, profile->host_link_bandwidth, model.profile_file);
       overlay(link.bandwidth_backward, profile->host_link_bandwidth, model.profile_file);
+      // A CPU's own link to host memory is the runtime's hand-off between workers.
+      if (link.implicit && link.kind == LinkKind::kHostMemory)
+        overlay(link.latency, profile->figures.handoff_latency, model.profile_file);
     }
     if (!profile->gemm_curve.empty()) {
       // `tandem calibrate` times fp32 GEMMs.

@@ -35,8 +35,12 @@ struct DeviceFigures {
   Figure memory_bandwidth;  // bytes per second
   Figure launch_overhead;   // seconds per op (kernel launch, XLA step share, dispatch)
   Figure step_overhead;     // seconds per launch of a compiled program (PJRT execute)
-  Figure price_per_hour;    // USD on demand, where published
-  int matrix_tile = 1;      // MXU / tensor-core tile edge work is padded to (128, 256, 16...)
+  // The multi-device runtime's own costs where this device takes part (measured by `tandem
+  // calibrate` on a CPU; unknown: none):
+  Figure run_overhead;     // seconds a plan's run costs beyond its segments' work
+  Figure handoff_latency;  // seconds per hop of a tensor between its worker and host memory
+  Figure price_per_hour;   // USD on demand, where published
+  int matrix_tile = 1;     // MXU / tensor-core tile edge work is padded to (128, 256, 16...)
   std::string matrix_tile_source;
 };
 

@@ -52,6 +52,8 @@ void apply_profile(DeviceFigures& figures, const CalibrationProfile& profile,
   take(figures.memory_bandwidth, profile.figures.memory_bandwidth);
   take(figures.launch_overhead, profile.figures.launch_overhead);
   take(figures.step_overhead, profile.figures.step_overhead);
+  take(figures.run_overhead, profile.figures.run_overhead);
+  take(figures.handoff_latency, profile.figures.handoff_latency);
   take(figures.price_per_hour, profile.figures.price_per_hour);
 }
 
@@ -78,6 +80,9 @@ std::string add_implicit_host_link(Cluster& cluster, const DeviceSpec& device,
     link.bandwidth_forward.source =
         "the device's memory bandwidth (" + device.figures.memory_bandwidth.source + ")";
     link.bandwidth_backward = link.bandwidth_forward;
+    // A tensor between two CPU devices' workers crosses two such links: each carries half the
+    // measured hand-off (handoff_latency is per hop).
+    link.latency = device.figures.handoff_latency;
   } else {
     return device.kind == DeviceKind::kCpu
                ? "no memory bandwidth known for its link to host memory: give "

@@ -27,6 +27,8 @@ nlohmann::json figures_json(const DeviceFigures& figures) {
           {"memory_bandwidth_bytes_per_s", figure_json(figures.memory_bandwidth)},
           {"launch_overhead_s", figure_json(figures.launch_overhead)},
           {"step_overhead_s", figure_json(figures.step_overhead)},
+          {"run_overhead_s", figure_json(figures.run_overhead)},
+          {"handoff_latency_s", figure_json(figures.handoff_latency)},
           {"price_usd_per_hour", figure_json(figures.price_per_hour)},
           {"matrix_tile", tile}};
 }

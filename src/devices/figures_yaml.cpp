@@ -38,8 +38,8 @@ std::string expand_citations(const YamlFile& file, const YAML::Node& node, const
 
 const std::vector<std::string_view>& device_figure_keys() {
   static const std::vector<std::string_view> keys = {
-      "matrix",          "vector",        "memory",         "memory_bandwidth",
-      "launch_overhead", "step_overhead", "price_per_hour", "matrix_tile"};
+      "matrix",        "vector",       "memory",          "memory_bandwidth", "launch_overhead",
+      "step_overhead", "run_overhead", "handoff_latency", "price_per_hour",   "matrix_tile"};
   return keys;
 }
 
@@ -105,6 +105,8 @@ void read_device_figures(const YamlFile& file, const YAML::Node& map, const std:
   read_one("memory_bandwidth", Quantity::kBandwidth, figures.memory_bandwidth);
   read_one("launch_overhead", Quantity::kSeconds, figures.launch_overhead);
   read_one("step_overhead", Quantity::kSeconds, figures.step_overhead);
+  read_one("run_overhead", Quantity::kSeconds, figures.run_overhead);
+  read_one("handoff_latency", Quantity::kSeconds, figures.handoff_latency);
   read_one("price_per_hour", Quantity::kPrice, figures.price_per_hour);
   if (map["matrix_tile"]) {
     const Figure tile =

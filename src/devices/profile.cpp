@@ -181,6 +181,9 @@ class ProfileReader {
     profile.figures.launch_overhead =
         figure_at(figures, "launch_overhead", "figures.launch_overhead");
     profile.figures.step_overhead = figure_at(figures, "step_overhead", "figures.step_overhead");
+    profile.figures.run_overhead = figure_at(figures, "run_overhead", "figures.run_overhead");
+    profile.figures.handoff_latency =
+        figure_at(figures, "handoff_latency", "figures.handoff_latency");
     profile.figures.price_per_hour = figure_at(figures, "price_per_hour", "figures.price_per_hour");
     profile.figures.matrix_tile =
         static_cast<int>(integer_at(figures, "matrix_tile", "figures.matrix_tile", 1));
@@ -345,6 +348,8 @@ void write_profile(const std::string& path, const CalibrationProfile& profile) {
       {"memory_bandwidth", &profile.figures.memory_bandwidth},
       {"launch_overhead", &profile.figures.launch_overhead},
       {"step_overhead", &profile.figures.step_overhead},
+      {"run_overhead", &profile.figures.run_overhead},
+      {"handoff_latency", &profile.figures.handoff_latency},
       {"price_per_hour", &profile.figures.price_per_hour}};
   for (const auto& [name, figure] : scalars) {
     if (figure->known()) figures[name] = figure_json(*figure);

@@ -351,9 +351,13 @@ double best_single_figure(const PlanningProblem& problem) {
   const int best = problem.best_single_device();
   if (best < 0) return 0;
   const double batch = static_cast<double>(problem.options().batch);
+  // As evaluate_plan predicts a single device's plan: its work and one run's overhead.
+  const auto single = [&](int d) {
+    return problem.single_device_seconds(d) + problem.run_overhead();
+  };
   switch (problem.options().objective) {
-    case Objective::kLatency: return problem.single_device_seconds(best);
-    case Objective::kThroughput: return batch / problem.single_device_seconds(best);
+    case Objective::kLatency: return single(best);
+    case Objective::kThroughput: return batch / single(best);
     case Objective::kCost: {
       double cheapest = 0;
       for (int d = 0; d < problem.device_count(); ++d) {
@@ -361,8 +365,7 @@ double best_single_figure(const PlanningProblem& problem) {
                             problem.single_device_memory(d) <= problem.memory_capacity(d) &&
                             problem.cluster().devices[d].figures.price_per_hour.known();
         if (!usable) continue;
-        const double cost =
-            price_per_second(problem, d) * problem.single_device_seconds(d) / batch * 1e6;
+        const double cost = price_per_second(problem, d) * single(d) / batch * 1e6;
         if (cheapest == 0 || cost < cheapest) cheapest = cost;
       }
       return cheapest;
@@ -502,6 +505,12 @@ void evaluate_for_search(const PlanningProblem& problem, Plan& plan) {
     schedule(problem, plan, position);
     plan.segments = find_segments(problem, plan, position);
   }
+  // Every run also pays the runtime's own cost, once per batch (a pipeline's steady-state
+  // throughput, one micro-batch per interval, does not).
+  plan.predicted.latency_seconds += problem.run_overhead();
+  if (plan.stages.empty())
+    plan.predicted.throughput_samples_per_second =
+        static_cast<double>(problem.options().batch) / plan.predicted.latency_seconds;
   for (const Transfer& transfer : plan.transfers) {
     for (const Cluster::Hop& hop : transfer.path)
       plan.predicted.link_bytes[hop.link] += transfer.bytes;

@@ -311,6 +311,8 @@ void PlanningProblem::build_single_device_figures() {
   for (int n = 0; n < node_count(); ++n) all[n] = n;
   const double memory = memory_use(all).total();
   for (int d = 0; d < devices; ++d) {
+    const Figure& run_overhead = cluster().devices[d].figures.run_overhead;
+    if (run_overhead.known()) run_overhead_ = std::max(run_overhead_, run_overhead.value);
     for (int n = 0; n < node_count(); ++n) single_seconds_[d] += seconds_[n][d];
     single_memory_[d] = memory;
     if (single_seconds_[d] < kInfinity && memory <= memory_capacity(d) &&

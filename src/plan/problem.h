@@ -145,6 +145,10 @@ class PlanningProblem {
   double single_device_seconds(int device) const { return single_seconds_[device]; }
   double single_device_memory(int device) const { return single_memory_[device]; }
   int best_single_device() const { return best_single_; }  // -1 when none
+  // The runtime's cost of one run of any plan beyond its segments (waking the device workers,
+  // the run's events), once per batch: the largest of the devices' run_overhead figures (the
+  // runtime waits for its slowest worker to wake); 0 when none is known.
+  double run_overhead() const { return run_overhead_; }
   // lower_bound (plan/evaluate.h) for this problem's objective, and every objective's, computed
   // once.
   double bound() const { return bound_; }
@@ -183,6 +187,7 @@ class PlanningProblem {
   std::vector<double> single_seconds_, single_memory_;
   int best_single_ = -1;
   double bound_ = 0;
+  double run_overhead_ = 0;
 };
 
 }  // namespace tandem

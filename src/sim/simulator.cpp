@@ -567,7 +567,8 @@ class Simulation {
 
   SimulationResult finish() {
     const double end = now_;
-    result_.latency_seconds = end;
+    // The runtime's own cost of a run, once per batch, as evaluate_plan adds it.
+    result_.latency_seconds = end + problem_.run_overhead();
     const int microbatches = static_cast<int>(lane_finish_.size());
     const double interval = pipelined_ && microbatches > 1
                                 ? (lane_finish_.back() - lane_finish_.front()) / (microbatches - 1)
@@ -576,7 +577,7 @@ class Simulation {
     if (interval > 0) {
       result_.throughput_samples_per_second = samples / microbatches / interval;
     } else if (end > 0) {
-      result_.throughput_samples_per_second = samples / end;
+      result_.throughput_samples_per_second = samples / result_.latency_seconds;
     }
     for (int sd = 0; sd < replicas_ * devices_; ++sd) {
       set_activity(sd, false, -state_[sd].copies_held);  // closes an open interval at the end

@@ -10,8 +10,11 @@
 namespace tandem {
 namespace {
 
+// Named after the test as well: ctest runs each test as a process of its own, in parallel, and
+// two of them writing one file would read each other's.
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) / name).string();
+  const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  return (std::filesystem::path(::testing::TempDir()) / (test + "_" + name)).string();
 }
 
 void write_text(const std::string& path, const std::string& text) {

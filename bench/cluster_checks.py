@@ -1,0 +1,182 @@
+"""Every run checks its prediction: each zoo model on each example cluster this machine can run,
+calibrated, `tandem run --cluster` with `auto`, measured latency beside predicted, the segments
+off by more than 25%, and auto's plan against the whole machine as one device.
+
+The example clusters name presets; here each device gets a profile measured on this machine
+first (`tandem calibrate`: 1 thread for a device of one core, every core for a device without
+`cores:`, `--backend pjrt` for a PJRT device), written into a copy of the cluster file, so that
+the prediction is the calibrated one a user would get. The whole machine as one device is
+`examples/clusters/local.yaml` (the CPU backend on every core) with its own profile.
+
+Usage: .venv/bin/python bench/cluster_checks.py [--tandem build/src/tandem] [--zoo zoo]
+           [--clusters local,cpu-split,cpu-pjrt] [--models a,b] [--iterations 20]
+           [--rounds 3] [--json FILE] [--markdown]
+
+Measured latency is the median over rounds of each round's median (models and clusters take
+turns within a round, so a burst of load hits one round rather than one cell). Error is
+(measured - predicted) / predicted, as `tandem run` prints it.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLUSTERS = os.path.join(REPO, "examples", "clusters")
+
+
+def run(args, what):
+    result = subprocess.run(args, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{what} failed ({result.returncode}): {result.stderr.strip()[-2000:]}")
+    return result.stdout
+
+
+def model_args(zoo, entry):
+    args = [os.path.join(zoo, entry["path"])]
+    for name, size in entry["dims"].items():
+        args += ["--dim", f"{name}={size}"]
+    for spec in entry["inputs"]:
+        args += ["--input", f"{spec['name']}={os.path.join(zoo, spec['file'])}"]
+    return args
+
+
+def calibrated_cluster(tandem, name, folder, profiles):
+    """A copy of examples/clusters/NAME.yaml whose devices name profiles measured here."""
+    with open(os.path.join(CLUSTERS, name + ".yaml")) as f:
+        cluster = yaml.safe_load(f)
+    for device in cluster["devices"]:
+        backend = device.get("backend", "cpu")
+        key = (backend, device.get("cores", 0))
+        if key not in profiles:
+            path = os.path.join(folder, f"{backend}-{key[1]}.json")
+            args = [tandem, "calibrate", "-o", path]
+            if backend == "pjrt":
+                args += ["--backend", "pjrt"]
+            elif key[1]:
+                args += ["--threads", str(key[1])]
+            print(f"calibrating {backend} ({key[1] or 'all'} cores) -> {path}", file=sys.stderr,
+                  flush=True)
+            run(args, "tandem calibrate")
+            profiles[key] = path
+        device["profile"] = profiles[key]
+    path = os.path.join(folder, name + ".yaml")
+    with open(path, "w") as f:
+        yaml.safe_dump(cluster, f)
+    return path
+
+
+def run_on(tandem, zoo, entry, cluster, iterations):
+    report = json.loads(run([tandem, "run", *model_args(zoo, entry), "--cluster", cluster,
+                             "--warmup", "2", "--iterations", str(iterations), "--json"],
+                            f"tandem run {entry['name']} on {os.path.basename(cluster)}"))
+    plan = report["plan"]
+    return {"measured_s": report["latency"]["median_s"],
+            "predicted_s": plan["predicted_latency_s"],
+            "chosen": plan["chosen"],
+            "segments": len(plan["segment_checks"]),
+            "segments_off": sum(1 for check in plan["segment_checks"] if check["off"])}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tandem", default=os.path.join(REPO, "build", "src", "tandem"))
+    parser.add_argument("--zoo", default=os.path.join(REPO, "zoo"))
+    parser.add_argument("--clusters", default="local,cpu-split,cpu-pjrt")
+    parser.add_argument("--models", default="")
+    parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", default="")
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args()
+
+    with open(os.path.join(args.zoo, "manifest.json")) as f:
+        entries = json.load(f)
+    if args.models:
+        wanted = set(args.models.split(","))
+        entries = [e for e in entries if e["name"] in wanted]
+    names = args.clusters.split(",")
+    if "local" not in names:
+        names.insert(0, "local")  # the whole machine, for auto's comparison
+
+    with tempfile.TemporaryDirectory() as folder:
+        profiles = {}
+        clusters = {name: calibrated_cluster(args.tandem, name, folder, profiles) for name in names}
+        samples = {}
+        for round_index in range(args.rounds):
+            print(f"round {round_index + 1} of {args.rounds}", file=sys.stderr, flush=True)
+            for entry in entries:
+                for name in names:
+                    try:
+                        cell = run_on(args.tandem, args.zoo, entry, clusters[name], args.iterations)
+                    except RuntimeError as error:
+                        cell = {"error": str(error).splitlines()[0]}
+                    samples.setdefault((entry["name"], name), []).append(cell)
+
+    rows = []
+    for entry in entries:
+        whole = samples[(entry["name"], "local")]
+        whole_ms = (statistics.median(c["measured_s"] for c in whole) * 1e3
+                    if all("error" not in c for c in whole) else None)
+        for name in names:
+            cells = samples[(entry["name"], name)]
+            failed = [c["error"] for c in cells if "error" in c]
+            if failed:
+                rows.append({"model": entry["name"], "cluster": name, "error": failed[0]})
+                continue
+            measured = statistics.median(c["measured_s"] for c in cells) * 1e3
+            predicted = statistics.median(c["predicted_s"] for c in cells) * 1e3
+            last = cells[-1]
+            rows.append({"model": entry["name"], "cluster": name, "chosen": last["chosen"],
+                         "measured_ms": measured, "predicted_ms": predicted,
+                         "error": (measured - predicted) / predicted,
+                         "segments": last["segments"], "segments_off": last["segments_off"],
+                         "whole_machine_ms": whole_ms,
+                         "slower_than_whole_machine": whole_ms is not None and name != "local"
+                         and measured > whole_ms})
+
+    ok = [r for r in rows if isinstance(r.get("error"), float)]
+    errors = sorted(abs(r["error"]) for r in ok)
+    summary = {
+        "cells": len(rows), "ran": len(ok),
+        "median_abs_error": statistics.median(errors) if errors else None,
+        "p90_abs_error": errors[min(len(errors) - 1, int(0.9 * len(errors)))] if errors else None,
+        "within_15_percent": sum(1 for e in errors if e <= 0.15),
+        "segments": sum(r["segments"] for r in ok),
+        "segments_off": sum(r["segments_off"] for r in ok),
+        "auto_slower_than_whole_machine": sum(1 for r in ok if r["slower_than_whole_machine"]),
+    }
+    if args.markdown:
+        print("| model | cluster | auto chose | measured ms | predicted ms | error | segments off "
+              "| whole machine ms |")
+        print("|---|---|---|---:|---:|---:|---:|---:|")
+        for r in rows:
+            if not isinstance(r.get("error"), float):
+                print(f"| {r['model']} | {r['cluster']} | failed: {r['error']} | | | | | |")
+                continue
+            slower = " (slower)" if r["slower_than_whole_machine"] else ""
+            print(f"| {r['model']} | {r['cluster']} | {r['chosen']} | {r['measured_ms']:.3f}"
+                  f"{slower} | {r['predicted_ms']:.3f} | {100 * r['error']:+.1f}% | "
+                  f"{r['segments_off']} of {r['segments']} | {r['whole_machine_ms']:.3f} |")
+    else:
+        for r in rows:
+            if not isinstance(r.get("error"), float):
+                print(f"{r['model']:24} {r['cluster']:10} failed: {r['error']}")
+                continue
+            print(f"{r['model']:24} {r['cluster']:10} {r['chosen']:14} measured "
+                  f"{r['measured_ms']:9.3f} ms  predicted {r['predicted_ms']:9.3f} ms  "
+                  f"{100 * r['error']:+7.1f}%  segments off {r['segments_off']}/{r['segments']}"
+                  f"{'  SLOWER than the whole machine' if r['slower_than_whole_machine'] else ''}")
+    print(json.dumps(summary, indent=2))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": rows, "summary": summary}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+#include "calibrate/runtime_costs.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "backends/cpu/cpu_device.h"
+#include "plan/plan.h"
+#include "runtime/executor.h"
+#include "runtime/plan_executor.h"
+
+namespace tandem::calibrate {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kChain = 32;
+
+// Relu on `elements` floats, kChain times.
+Graph relu_chain(int64_t elements) {
+  Graph graph;
+  graph.opset = 13;
+  int previous = graph.add_value("x", {DType::kFloat32, {elements}});
+  graph.inputs = {previous};
+  for (int i = 0; i < kChain; ++i) {
+    const int next = graph.add_value("v" + std::to_string(i), {DType::kFloat32, {elements}});
+    Node node;
+    node.name = "relu" + std::to_string(i);
+    node.op_type = "Relu";
+    node.inputs = {previous};
+    node.outputs = {next};
+    graph.nodes.push_back(std::move(node));
+    previous = next;
+  }
+  graph.outputs = {previous};
+  return graph;
+}
+
+// One segment per node, node n on device `device_of(n)`; or the whole chain as one segment.
+Plan chain_plan(int (*device_of)(int), bool one_segment) {
+  Plan plan;
+  for (int n = 0; n < kChain; ++n) {
+    plan.device_of_node.push_back(device_of(n));
+    plan.order.push_back(n);
+    if (!one_segment) plan.segments.push_back({device_of(n), {n}});
+  }
+  if (one_segment) plan.segments.push_back({device_of(0), plan.order});
+  return plan;
+}
+
+template <typename Run>
+double seconds_of(const Repetition& repetition, Run run) {
+  run();  // warm-up: workers started, kernels' first calls
+  return typical_seconds(repetition, [&] {
+    const auto start = Clock::now();
+    run();
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  });
+}
+
+}  // namespace
+
+RuntimeCosts measure_runtime_costs(int threads, const Repetition& repetition,
+                                   const std::string& note) {
+  const std::vector<int> cores = cpu::available_cores();
+  // The run's cost with ops large enough for OpenMP teams, as a model's are: idle teams spin a
+  // while before they sleep, so that the next run's wake-ups are quick (on tiny ops, where no
+  // team runs, every wake-up waits for a sleeping core: several times as long).
+  constexpr int64_t kRunElements = 65536;
+  const Graph chain = relu_chain(kRunElements);
+  const std::vector<Tensor> input = {Tensor::zeros(DType::kFloat32, {kRunElements})};
+
+  std::vector<int> own_cores;
+  if (threads < static_cast<int>(cores.size()))
+    own_cores.assign(cores.begin(), cores.begin() + std::max(threads, 1));
+  cpu::CpuDevice calibrated("cpu", own_cores);
+  GraphExecutor alone(chain, calibrated);
+  const double alone_seconds = seconds_of(repetition, [&] { alone.run(input); });
+  PlanExecutor whole(chain, chain_plan([](int) { return 0; }, true), {&calibrated});
+  const double whole_seconds = seconds_of(repetition, [&] { whole.run(input); });
+
+  // Two devices of one core each, as a cluster file's `cores: 1` makes them (on one core
+  // both share it).
+  cpu::CpuDevice first("cpu0", {cores.empty() ? 0 : cores.front()});
+  cpu::CpuDevice second("cpu1", {cores.empty() ? 0 : cores.back()});
+  const std::vector<Device*> devices = {&first, &second};
+  // The hand-off on a tensor of one float: the bytes' copy is the link bandwidth's to price.
+  const Graph tiny_chain = relu_chain(1);
+  const std::vector<Tensor> tiny_input = {Tensor::zeros(DType::kFloat32, {1})};
+  PlanExecutor same(tiny_chain, chain_plan([](int) { return 0; }, false), devices);
+  const double same_seconds = seconds_of(repetition, [&] { same.run(tiny_input); });
+  PlanExecutor alternating(tiny_chain, chain_plan([](int n) { return n % 2; }, false), devices);
+  const double alternating_seconds = seconds_of(repetition, [&] { alternating.run(tiny_input); });
+
+  RuntimeCosts costs;
+  costs.run_overhead = std::max(0.0, whole_seconds - alone_seconds);
+  costs.run_method = "a chain of " + std::to_string(kChain) + " Relu on " +
+                     std::to_string(kRunElements) +
+                     " floats as one segment of a plan on a CPU device of " +
+                     (own_cores.empty() ? std::string("every core, unpinned")
+                                        : std::to_string(own_cores.size()) + " pinned core(s)") +
+                     ", run time less the same chain run alone, " + note;
+  costs.handoff_latency = std::max(0.0, (alternating_seconds - same_seconds) / (kChain - 1) / 2);
+  costs.handoff_method =
+      "a chain of " + std::to_string(kChain) +
+      " Relu on 1 float as segments alternating between two CPU devices of one core each, less "
+      "all on one, per transfer, halved (a transfer crosses two hops), " +
+      note;
+  return costs;
+}
+
+}  // namespace tandem::calibrate
