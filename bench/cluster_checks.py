@@ -8,6 +8,10 @@ first (`tandem calibrate`: 1 thread for a device of one core, every core for a d
 the prediction is the calibrated one a user would get. The whole machine as one device is
 `examples/clusters/local.yaml` (the CPU backend on every core) with its own profile.
 
+Beside each prediction, the one the same profiles gave before plans priced the runtime's own
+costs: `tandem plan --strategy <what auto chose>` on copies of the profiles without
+`run_overhead`, `handoff_latency` and `step_overhead` (docs/COST_MODEL.md).
+
 Usage: .venv/bin/python bench/cluster_checks.py [--tandem build/src/tandem] [--zoo zoo]
            [--clusters local,cpu-split,cpu-pjrt] [--models a,b] [--iterations 20]
            [--rounds 3] [--json FILE] [--markdown]
@@ -46,8 +50,24 @@ def model_args(zoo, entry):
     return args
 
 
+RUNTIME_FIGURES = ("run_overhead", "handoff_latency", "step_overhead")
+
+
+def without_runtime_costs(path):
+    """A copy of the profile at `path` without the runtime's figures."""
+    with open(path) as f:
+        profile = json.load(f)
+    for key in RUNTIME_FIGURES:
+        profile["figures"].pop(key, None)
+    stripped = path.replace(".json", "-without.json")
+    with open(stripped, "w") as f:
+        json.dump(profile, f)
+    return stripped
+
+
 def calibrated_cluster(tandem, name, folder, profiles):
-    """A copy of examples/clusters/NAME.yaml whose devices name profiles measured here."""
+    """A copy of examples/clusters/NAME.yaml whose devices name profiles measured here, and one
+    whose profiles lack the runtime's figures."""
     with open(os.path.join(CLUSTERS, name + ".yaml")) as f:
         cluster = yaml.safe_load(f)
     for device in cluster["devices"]:
@@ -68,7 +88,22 @@ def calibrated_cluster(tandem, name, folder, profiles):
     path = os.path.join(folder, name + ".yaml")
     with open(path, "w") as f:
         yaml.safe_dump(cluster, f)
-    return path
+    for device in cluster["devices"]:
+        device["profile"] = without_runtime_costs(device["profile"])
+    without = os.path.join(folder, name + "-without.yaml")
+    with open(without, "w") as f:
+        yaml.safe_dump(cluster, f)
+    return path, without
+
+
+def predicted_without(tandem, zoo, entry, cluster, strategy):
+    dims = [arg for name, size in entry["dims"].items() for arg in ("--dim", f"{name}={size}")]
+    inputs = [arg for spec in entry["inputs"]
+              for arg in ("--input", f"{spec['name']}={os.path.join(zoo, spec['file'])}")]
+    plan = json.loads(run([tandem, "plan", os.path.join(zoo, entry["path"]), *dims, *inputs,
+                           "--cluster", cluster, "--strategy", strategy, "--json"],
+                          f"tandem plan {entry['name']}"))
+    return plan["predicted"]["latency_s"]
 
 
 def run_on(tandem, zoo, entry, cluster, iterations):
@@ -113,7 +148,10 @@ def main():
             for entry in entries:
                 for name in names:
                     try:
-                        cell = run_on(args.tandem, args.zoo, entry, clusters[name], args.iterations)
+                        cell = run_on(args.tandem, args.zoo, entry, clusters[name][0],
+                                      args.iterations)
+                        cell["predicted_without_s"] = predicted_without(
+                            args.tandem, args.zoo, entry, clusters[name][1], cell["chosen"])
                     except RuntimeError as error:
                         cell = {"error": str(error).splitlines()[0]}
                     samples.setdefault((entry["name"], name), []).append(cell)
@@ -131,10 +169,13 @@ def main():
                 continue
             measured = statistics.median(c["measured_s"] for c in cells) * 1e3
             predicted = statistics.median(c["predicted_s"] for c in cells) * 1e3
+            without = statistics.median(c["predicted_without_s"] for c in cells) * 1e3
             last = cells[-1]
             rows.append({"model": entry["name"], "cluster": name, "chosen": last["chosen"],
                          "measured_ms": measured, "predicted_ms": predicted,
                          "error": (measured - predicted) / predicted,
+                         "predicted_without_ms": without,
+                         "error_without": (measured - without) / without,
                          "segments": last["segments"], "segments_off": last["segments_off"],
                          "whole_machine_ms": whole_ms,
                          "slower_than_whole_machine": whole_ms is not None and name != "local"
@@ -142,26 +183,34 @@ def main():
 
     ok = [r for r in rows if isinstance(r.get("error"), float)]
     errors = sorted(abs(r["error"]) for r in ok)
+    errors_without = sorted(abs(r["error_without"]) for r in ok)
     summary = {
         "cells": len(rows), "ran": len(ok),
         "median_abs_error": statistics.median(errors) if errors else None,
         "p90_abs_error": errors[min(len(errors) - 1, int(0.9 * len(errors)))] if errors else None,
         "within_15_percent": sum(1 for e in errors if e <= 0.15),
+        "without_runtime_costs": {
+            "median_abs_error": statistics.median(errors_without) if errors_without else None,
+            "p90_abs_error": (errors_without[min(len(errors_without) - 1,
+                                                 int(0.9 * len(errors_without)))]
+                              if errors_without else None),
+            "within_15_percent": sum(1 for e in errors_without if e <= 0.15)},
         "segments": sum(r["segments"] for r in ok),
         "segments_off": sum(r["segments_off"] for r in ok),
         "auto_slower_than_whole_machine": sum(1 for r in ok if r["slower_than_whole_machine"]),
     }
     if args.markdown:
-        print("| model | cluster | auto chose | measured ms | predicted ms | error | segments off "
-              "| whole machine ms |")
-        print("|---|---|---|---:|---:|---:|---:|---:|")
+        print("| model | cluster | auto chose | measured ms | predicted ms | error | without "
+              "runtime costs ms | error | segments off | whole machine ms |")
+        print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
         for r in rows:
             if not isinstance(r.get("error"), float):
-                print(f"| {r['model']} | {r['cluster']} | failed: {r['error']} | | | | | |")
+                print(f"| {r['model']} | {r['cluster']} | failed: {r['error']} | | | | | | | |")
                 continue
             slower = " (slower)" if r["slower_than_whole_machine"] else ""
             print(f"| {r['model']} | {r['cluster']} | {r['chosen']} | {r['measured_ms']:.3f}"
                   f"{slower} | {r['predicted_ms']:.3f} | {100 * r['error']:+.1f}% | "
+                  f"{r['predicted_without_ms']:.3f} | {100 * r['error_without']:+.1f}% | "
                   f"{r['segments_off']} of {r['segments']} | {r['whole_machine_ms']:.3f} |")
     else:
         for r in rows:

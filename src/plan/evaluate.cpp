@@ -182,9 +182,23 @@ Transfer make_transfer(const PlanningProblem& problem, const PlanningProblem::Ou
   return transfer;
 }
 
-// List scheduling of a plan without stages or batch shares.
+// Per node, whether it is the first of its segment (in plan.order): where a segment's run, and
+// its program step on a compiled device, begins.
+std::vector<char> segment_starts(const PlanningProblem& problem, const Plan& plan,
+                                 const std::vector<int>& position) {
+  std::vector<char> starts(problem.node_count(), 0);
+  for (const Segment& segment : plan.segments) {
+    if (segment.nodes.empty()) continue;
+    starts[*std::min_element(segment.nodes.begin(), segment.nodes.end(),
+                             [&](int a, int b) { return position[a] < position[b]; })] = 1;
+  }
+  return starts;
+}
+
+// List scheduling of a plan without stages or batch shares, its segments found.
 void schedule(const PlanningProblem& problem, Plan& plan, const std::vector<int>& position) {
   const int devices = problem.device_count();
+  const std::vector<char> starts = segment_starts(problem, plan, position);
   std::vector<double> device_free(devices, 0);
   PairTable link_free(devices);
   std::vector<double> inputs_ready(problem.node_count(), 0);
@@ -192,7 +206,8 @@ void schedule(const PlanningProblem& problem, Plan& plan, const std::vector<int>
   for (int n : plan.order) {
     const int device = plan.device_of_node[n];
     const double start = std::max(device_free[device], inputs_ready[n]);
-    const double seconds = problem.seconds(n, device);
+    const double seconds =
+        problem.seconds(n, device) + (starts[n] ? problem.segment_overhead(device) : 0);
     const double finish = start + seconds;
     device_free[device] = finish;
     predicted.busy_seconds[device] += seconds;
@@ -248,6 +263,18 @@ void schedule_pipeline(const PlanningProblem& problem, Plan& plan,
   for (int n = 0; n < problem.node_count(); ++n) {
     if (stage_of[n] < 0) throw InputError("plan", "the stages do not cover every node");
   }
+  // Each segment's run (stages next to each other on one device share one) pays its program
+  // step once per micro-batch.
+  const std::vector<char> starts = segment_starts(problem, plan, position);
+  for (const Segment& segment : plan.segments) {
+    const double step = problem.segment_overhead(segment.device);
+    const auto first =
+        std::find_if(segment.nodes.begin(), segment.nodes.end(), [&](int n) { return starts[n]; });
+    if (first == segment.nodes.end()) continue;
+    plan.stages[stage_of[*first]].seconds += step;
+    device_seconds[segment.device] += step;
+    fill += step;
+  }
   PairTable pair_seconds(devices);  // per micro-batch
   for (int n : plan.order) {
     const int device = plan.device_of_node[n];
@@ -291,6 +318,7 @@ void schedule_data_parallel(const PlanningProblem& problem, Plan& plan) {
     } else {
       for (int n = 0; n < problem.node_count(); ++n)
         seconds += problem.seconds_for_share(n, d, share);
+      seconds += problem.segment_overhead(d);  // its replica is one segment
       if (same) *same = {share, seconds};
     }
     predicted.busy_seconds[d] = seconds;
@@ -351,9 +379,10 @@ double best_single_figure(const PlanningProblem& problem) {
   const int best = problem.best_single_device();
   if (best < 0) return 0;
   const double batch = static_cast<double>(problem.options().batch);
-  // As evaluate_plan predicts a single device's plan: its work and one run's overhead.
+  // As evaluate_plan predicts a single device's plan: its work, one segment's program step
+  // and one run's overhead.
   const auto single = [&](int d) {
-    return problem.single_device_seconds(d) + problem.run_overhead();
+    return problem.single_device_seconds(d) + problem.segment_overhead(d) + problem.run_overhead();
   };
   switch (problem.options().objective) {
     case Objective::kLatency: return single(best);
@@ -499,11 +528,11 @@ void evaluate_for_search(const PlanningProblem& problem, Plan& plan) {
     schedule_data_parallel(problem, plan);
   } else if (!plan.stages.empty()) {
     apply_stages(problem, plan);
+    plan.segments = find_segments(problem, plan, position);
     schedule_pipeline(problem, plan, position);
-    plan.segments = find_segments(problem, plan, position);
   } else {
-    schedule(problem, plan, position);
     plan.segments = find_segments(problem, plan, position);
+    schedule(problem, plan, position);
   }
   // Every run also pays the runtime's own cost, once per batch (a pipeline's steady-state
   // throughput, one micro-batch per interval, does not).

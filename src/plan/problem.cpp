@@ -331,6 +331,11 @@ double PlanningProblem::launch_overhead(int device) const {
   return cluster().devices[device].figures.launch_overhead.value;
 }
 
+double PlanningProblem::segment_overhead(int device) const {
+  const Figure& step = cluster().devices[device].figures.step_overhead;
+  return step.known() ? step.value : 0;
+}
+
 double PlanningProblem::seconds_for_share(int node, int device, double fraction) const {
   const double seconds = seconds_[node][device];
   if (fraction >= 1 || seconds == kInfinity) return seconds;

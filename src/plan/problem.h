@@ -130,6 +130,9 @@ class PlanningProblem {
   // Seconds per op a device pays whatever the op's size (launch overhead): what does not shrink
   // when a micro-batch does.
   double launch_overhead(int device) const;
+  // Seconds each run of a segment costs beyond its nodes: a compiled device's program step
+  // (step_overhead: one PJRT execute, its arguments in and results out); 0 where unknown.
+  double segment_overhead(int device) const;
   // Seconds of a node run on `fraction` of the batch (a micro-batch, a data-parallel share): the
   // work scales, the launch overhead does not.
   double seconds_for_share(int node, int device, double fraction) const;
