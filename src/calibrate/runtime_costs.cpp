@@ -13,15 +13,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kChain = 32;
+// The hand-off's chain: its transfers' mean. The run's chain is short, so that the run less
+// the chain alone is not lost in the noise of either (a 32-op chain took 0.3 ms on one core).
+constexpr int kHandoffChain = 32;
+constexpr int kRunChain = 4;
 
-// Relu on `elements` floats, kChain times.
-Graph relu_chain(int64_t elements) {
+// Relu on `elements` floats, `length` times.
+Graph relu_chain(int length, int64_t elements) {
   Graph graph;
   graph.opset = 13;
   int previous = graph.add_value("x", {DType::kFloat32, {elements}});
   graph.inputs = {previous};
-  for (int i = 0; i < kChain; ++i) {
+  for (int i = 0; i < length; ++i) {
     const int next = graph.add_value("v" + std::to_string(i), {DType::kFloat32, {elements}});
     Node node;
     node.name = "relu" + std::to_string(i);
@@ -36,9 +39,9 @@ Graph relu_chain(int64_t elements) {
 }
 
 // One segment per node, node n on device `device_of(n)`; or the whole chain as one segment.
-Plan chain_plan(int (*device_of)(int), bool one_segment) {
+Plan chain_plan(int length, int (*device_of)(int), bool one_segment) {
   Plan plan;
-  for (int n = 0; n < kChain; ++n) {
+  for (int n = 0; n < length; ++n) {
     plan.device_of_node.push_back(device_of(n));
     plan.order.push_back(n);
     if (!one_segment) plan.segments.push_back({device_of(n), {n}});
@@ -66,7 +69,7 @@ RuntimeCosts measure_runtime_costs(int threads, const Repetition& repetition,
   // while before they sleep, so that the next run's wake-ups are quick (on tiny ops, where no
   // team runs, every wake-up waits for a sleeping core: several times as long).
   constexpr int64_t kRunElements = 65536;
-  const Graph chain = relu_chain(kRunElements);
+  const Graph chain = relu_chain(kRunChain, kRunElements);
   const std::vector<Tensor> input = {Tensor::zeros(DType::kFloat32, {kRunElements})};
 
   std::vector<int> own_cores;
@@ -75,7 +78,8 @@ RuntimeCosts measure_runtime_costs(int threads, const Repetition& repetition,
   cpu::CpuDevice calibrated("cpu", own_cores);
   GraphExecutor alone(chain, calibrated);
   const double alone_seconds = seconds_of(repetition, [&] { alone.run(input); });
-  PlanExecutor whole(chain, chain_plan([](int) { return 0; }, true), {&calibrated});
+  const auto on_first = [](int) { return 0; };
+  PlanExecutor whole(chain, chain_plan(kRunChain, on_first, true), {&calibrated});
   const double whole_seconds = seconds_of(repetition, [&] { whole.run(input); });
 
   // Two devices of one core each, as a cluster file's `cores: 1` makes them (on one core
@@ -84,24 +88,26 @@ RuntimeCosts measure_runtime_costs(int threads, const Repetition& repetition,
   cpu::CpuDevice second("cpu1", {cores.empty() ? 0 : cores.back()});
   const std::vector<Device*> devices = {&first, &second};
   // The hand-off on a tensor of one float: the bytes' copy is the link bandwidth's to price.
-  const Graph tiny_chain = relu_chain(1);
+  const Graph tiny_chain = relu_chain(kHandoffChain, 1);
   const std::vector<Tensor> tiny_input = {Tensor::zeros(DType::kFloat32, {1})};
-  PlanExecutor same(tiny_chain, chain_plan([](int) { return 0; }, false), devices);
+  PlanExecutor same(tiny_chain, chain_plan(kHandoffChain, on_first, false), devices);
   const double same_seconds = seconds_of(repetition, [&] { same.run(tiny_input); });
-  PlanExecutor alternating(tiny_chain, chain_plan([](int n) { return n % 2; }, false), devices);
+  const auto alternate = [](int n) { return n % 2; };
+  PlanExecutor alternating(tiny_chain, chain_plan(kHandoffChain, alternate, false), devices);
   const double alternating_seconds = seconds_of(repetition, [&] { alternating.run(tiny_input); });
 
   RuntimeCosts costs;
   costs.run_overhead = std::max(0.0, whole_seconds - alone_seconds);
-  costs.run_method = "a chain of " + std::to_string(kChain) + " Relu on " +
+  costs.run_method = "a chain of " + std::to_string(kRunChain) + " Relu on " +
                      std::to_string(kRunElements) +
                      " floats as one segment of a plan on a CPU device of " +
                      (own_cores.empty() ? std::string("every core, unpinned")
                                         : std::to_string(own_cores.size()) + " pinned core(s)") +
                      ", run time less the same chain run alone, " + note;
-  costs.handoff_latency = std::max(0.0, (alternating_seconds - same_seconds) / (kChain - 1) / 2);
+  costs.handoff_latency =
+      std::max(0.0, (alternating_seconds - same_seconds) / (kHandoffChain - 1) / 2);
   costs.handoff_method =
-      "a chain of " + std::to_string(kChain) +
+      "a chain of " + std::to_string(kHandoffChain) +
       " Relu on 1 float as segments alternating between two CPU devices of one core each, less "
       "all on one, per transfer, halved (a transfer crosses two hops), " +
       note;
