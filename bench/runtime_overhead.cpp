@@ -23,6 +23,7 @@
 #include "plan/strategies.h"
 #include "runtime/executor.h"
 #include "runtime/plan_executor.h"
+#include "util/cpu_affinity.h"
 #include "util/random_tensor.h"
 
 namespace {
@@ -186,7 +187,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--microbatches")) microbatches = std::stoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--repeat")) repeat = std::stoi(argv[i + 1]);
   }
-  const std::vector<int> cores = cpu::available_cores();
+  const std::vector<int> cores = affinity_cores();
   cpu::CpuDevice cpu0("cpu0", {cores.at(0)});
   cpu::CpuDevice cpu1("cpu1", {cores.at(1 % cores.size())});
   const std::vector<cpu::CpuDevice*> devices = {&cpu0, &cpu1};

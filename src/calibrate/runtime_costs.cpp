@@ -7,6 +7,7 @@
 #include "plan/plan.h"
 #include "runtime/executor.h"
 #include "runtime/plan_executor.h"
+#include "util/cpu_affinity.h"
 
 namespace tandem::calibrate {
 namespace {
@@ -64,7 +65,7 @@ double seconds_of(const Repetition& repetition, Run run) {
 
 RuntimeCosts measure_runtime_costs(int threads, const Repetition& repetition,
                                    const std::string& note) {
-  const std::vector<int> cores = cpu::available_cores();
+  const std::vector<int> cores = affinity_cores();
   // The run's cost with ops large enough for OpenMP teams, as a model's are: idle teams spin a
   // while before they sleep, so that the next run's wake-ups are quick (on tiny ops, where no
   // team runs, every wake-up waits for a sleeping core: several times as long).

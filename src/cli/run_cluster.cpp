@@ -27,6 +27,7 @@
 #include "runtime/plan_executor.h"
 #include "sim/simulator.h"
 #include "sim/summary.h"
+#include "util/cpu_affinity.h"
 #include "util/statistics.h"
 #ifdef TANDEM_WITH_MPI
 #include "distributed/mpi_transport.h"
@@ -407,8 +408,7 @@ void agree_on_run(const distributed::MpiWorld& world, const std::string& what,
 // them before their CPU devices pin to cores (distributed/core_sharing.h): else every rank's
 // first device pins to the same first core and the ranks take turns instead of overlapping.
 void take_share_of_cores(const distributed::MpiWorld& world, const Cluster& mine) {
-  distributed::RankCores own{world.processor_names()[world.rank()], distributed::affinity_cores(),
-                             0};
+  distributed::RankCores own{world.processor_names()[world.rank()], affinity_cores(), 0};
   for (const DeviceSpec& device : mine.devices) {
     if (device.backend != BackendKind::kCpu) continue;
     own.claimed += device.cores > 0 ? device.cores : static_cast<int>(own.cores.size());
@@ -421,7 +421,7 @@ void take_share_of_cores(const distributed::MpiWorld& world, const Cluster& mine
                      figures["cores"].get<std::vector<int>>(), figures["claimed"].get<int>()});
   }
   const std::vector<int> share = distributed::share_of_cores(ranks, world.rank());
-  if (share != own.cores) distributed::restrict_affinity(share);
+  if (share != own.cores) restrict_affinity(share);
 }
 
 // This rank's devices of the cluster, null for the other ranks'; when one rank cannot start its

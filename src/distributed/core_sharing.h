@@ -19,10 +19,4 @@ struct RankCores {
 // are); a rank that claims none or all of them, or has its cores to itself, keeps them all.
 std::vector<int> share_of_cores(const std::vector<RankCores>& ranks, int rank);
 
-// This process's CPU affinity, ascending.
-std::vector<int> affinity_cores();
-// Narrows this process (every thread it has, and those it starts) to `cores`; throws
-// std::runtime_error naming the error when the kernel refuses.
-void restrict_affinity(const std::vector<int>& cores);
-
 }  // namespace tandem::distributed

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "util/cpu_affinity.h"
+
 namespace tandem::distributed {
 namespace {
 

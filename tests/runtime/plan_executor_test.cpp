@@ -25,6 +25,7 @@
 #include "plan/strategy.h"
 #include "runtime/executor.h"
 #include "runtime/zoo_model.h"
+#include "util/cpu_affinity.h"
 #include "util/random_tensor.h"
 
 namespace tandem {
@@ -36,7 +37,7 @@ struct SplitCpu {
   CostModel cost{cluster};
   std::vector<std::unique_ptr<cpu::CpuDevice>> devices;
   SplitCpu() {
-    const std::vector<int> cores = cpu::available_cores();
+    const std::vector<int> cores = affinity_cores();
     for (size_t d = 0; d < cluster.devices.size(); ++d)
       devices.push_back(std::make_unique<cpu::CpuDevice>(
           cluster.devices[d].id, std::vector<int>{cores[d % cores.size()]}));

@@ -23,6 +23,7 @@
 #include "runtime/executor.h"
 #include "runtime/plan_executor.h"
 #include "runtime/zoo_model.h"
+#include "util/cpu_affinity.h"
 
 namespace tandem {
 namespace {
@@ -177,7 +178,7 @@ RankRun run_as_ranks(const Hosts& hosts, const Model& model, const Plan& plan,
                      const std::vector<Tensor>& inputs, std::vector<Fault> faults = {},
                      int runs = 1) {
   Hub hub(hosts.ranks());
-  const std::vector<int> cores = cpu::available_cores();
+  const std::vector<int> cores = affinity_cores();
   RankRun result;
   result.failures.resize(hosts.ranks());
   result.segments_run.resize(hosts.ranks());

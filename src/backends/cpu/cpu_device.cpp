@@ -10,6 +10,7 @@
 #include "backends/cpu/conv_layout.h"
 #include "backends/cpu/kernel_registry.h"
 #include "ir/error.h"
+#include "util/cpu_affinity.h"
 
 namespace tandem::cpu {
 
@@ -19,7 +20,7 @@ std::string refusal(const Node& node, const Graph& graph) {
 
 std::vector<std::unique_ptr<Device>> make_devices(const Cluster&,
                                                   std::span<const DeviceSpec* const> specs, bool) {
-  const std::vector<int> available = available_cores();
+  const std::vector<int> available = affinity_cores();
   std::vector<std::unique_ptr<Device>> devices;
   size_t next_core = 0;
   for (const DeviceSpec* spec : specs) {
@@ -67,17 +68,6 @@ void CpuDevice::bind_copy_thread() const {
 }
 
 void CpuDevice::release_waiting_thread() const { release_idle_threads(); }
-
-std::vector<int> available_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cores;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cores;
-  for (int core = 0; core < CPU_SETSIZE; ++core) {
-    if (CPU_ISSET(core, &set)) cores.push_back(core);
-  }
-  return cores;
-}
 
 void set_cpu_threads(int threads) {
   if (threads > 0) omp_set_num_threads(threads);

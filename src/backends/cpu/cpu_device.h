@@ -50,7 +50,5 @@ int cpu_threads();
 // wake-up (ResNet at 64x64 runs 3.5x slower): a thread that hands its work to device workers
 // must not keep a team of its own beside theirs.
 void release_idle_threads();
-// The CPU ids this process may run on.
-std::vector<int> available_cores();
 
 }  // namespace tandem::cpu
