@@ -107,6 +107,18 @@ Graph weight_chain(int64_t size, int count) {
   return graph.finish({x});
 }
 
+Graph conv_weight_chain(int count) {
+  constexpr int64_t kChannels = 512;
+  BenchGraph graph;
+  int x = graph.input({DType::kFloat32, {2, kChannels, 2, 2}});
+  for (int i = 0; i < count; ++i) {
+    x = graph.node(
+        "Conv", {x, graph.random_constant({DType::kFloat32, {kChannels, kChannels, 3, 3}})},
+        {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  }
+  return graph.finish({x});
+}
+
 Graph view_chain(int count) {
   BenchGraph graph;
   int x = graph.input({DType::kFloat32, {4, 16}});

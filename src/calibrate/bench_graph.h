@@ -42,6 +42,11 @@ Graph tiny_op_mix(int repeats);
 // weights: work bound by reading the weights.
 Graph weight_chain(int64_t size, int count);
 
+// `count` 3x3 convolutions (pads 1) in a chain on a 2x512x2x2 tensor, each with its own
+// 512x512x3x3 constant weights (9 MiB): a late layer's convolutions at a small input, work
+// bound by reading the weights once they are past the caches.
+Graph conv_weight_chain(int count);
+
 // `count` Reshapes of a 4x16 tensor in a chain, alternating 16x4 and 4x16: views only.
 Graph view_chain(int count);
 

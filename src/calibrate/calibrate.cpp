@@ -72,6 +72,13 @@ std::vector<int64_t> bandwidth_sizes(bool quick) {
 }
 
 // Weight chains: (edge of the square weights, MatMuls), from 1 MiB of weights per run to 64 MiB.
+// Convolutions per chain for the conv weight curve (9 MiB of weights each): from in the
+// last-level cache to past it.
+std::vector<int> conv_weight_chains(bool quick) {
+  if (quick) return {1, 2};
+  return {1, 2, 4, 7};
+}
+
 std::vector<std::pair<int64_t, int>> weight_chains(bool quick) {
   if (quick) return {{256, 4}, {512, 4}};
   return {{256, 4}, {512, 4}, {1024, 4}, {1024, 8}, {1024, 16}};
@@ -119,6 +126,7 @@ class Suite {
     bandwidth_curve();
     dispatch_overhead();  // before the rates below, which exclude it
     weight_curve();
+    conv_weight_curve();
     view_overhead();
     subgraph_run_overhead();
     vector_throughput();
@@ -342,6 +350,25 @@ class Suite {
                  joined({size, size}) +
                  " constant weights in a chain, weight bytes / (run time less one dispatch per "
                  "op), " +
+                 median_note());
+    }
+  }
+
+  // The weight curve again with a late layer's convolutions in place of the MatMuls: their
+  // blocked weights are read tap by tap, and past the caches they stream at a fraction of the
+  // MatMuls' rate. The rate includes the convolutions' compute (a small part: 8 output rows).
+  void conv_weight_curve() {
+    const double dispatch = profile_.figures.launch_overhead.value;
+    for (int count : conv_weight_chains(options_.quick)) {
+      OpBench bench(device_, conv_weight_chain(count));
+      const double bytes = 4.0 * 512 * 512 * 9 * count;
+      const double seconds = bench.run_seconds(repetition_) - dispatch * count;
+      if (seconds <= 0) continue;
+      profile_.conv_weight_curve.push_back({bytes, seconds});
+      record("conv weight streaming " + binary_size(bytes), bytes / seconds, "B/s",
+             std::to_string(count) +
+                 " fp32 3x3 Convs of 2x512x2x2 by 512x512x3x3 constant weights in a chain, "
+                 "weight bytes / (run time less one dispatch per op), " +
                  median_note());
     }
   }

@@ -126,6 +126,16 @@ void overlay(DeviceFigures& figures, const DeviceFigures& measured, const std::s
   overlay(figures.price_per_hour, measured.price_per_hour, file);
 }
 
+// Whether a Conv's kernel is larger than 1x1 (a 1x1 convolution is a plain GEMM).
+bool spatial_kernel(const Node& node, const Graph& graph) {
+  if (node.inputs.size() < 2 || node.inputs[1] < 0) return false;
+  const Shape& w = graph.values[node.inputs[1]].type.shape;
+  for (size_t axis = 2; axis < w.size(); ++axis) {
+    if (w[axis] != 1) return true;
+  }
+  return false;
+}
+
 // Ops whose IR FLOPs count one per element though each element costs a transcendental
 // function (a polynomial or a table look-up and a division, tens of instructions).
 bool transcendental(const std::string& op_type) {
@@ -266,6 +276,7 @@ void CostModel::add_device(int device, std::shared_ptr<const CalibrationProfile>
     model.bandwidth = BandwidthCurve(profile->bandwidth_curve, spec.figures.launch_overhead.value);
     // Its times already exclude the dispatches.
     model.weights = BandwidthCurve(profile->weight_curve, 0);
+    model.conv_weights = BandwidthCurve(profile->conv_weight_curve, 0);
     model.profile = std::move(profile);
   }
   devices_.push_back(std::move(model));
@@ -463,8 +474,11 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
     }
     const double other_bytes = node.cost.bytes - constant_bytes;
     if (constant_bytes > 0) {
-      time.memory_seconds +=
-          constant_bytes / model.weights.rate(std::max(weight_bytes, constant_bytes));
+      // A spatial convolution's weights stream at their own measured rate.
+      const bool conv =
+          node.op_type == "Conv" && model.conv_weights.measured() && spatial_kernel(node, graph);
+      const BandwidthCurve& curve = conv ? model.conv_weights : model.weights;
+      time.memory_seconds += constant_bytes / curve.rate(std::max(weight_bytes, constant_bytes));
     }
     if (other_bytes > 0) {
       time.memory_seconds += other_bytes / model.bandwidth.rate(node.cost.bytes);

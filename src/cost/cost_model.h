@@ -92,8 +92,9 @@ class CostModel {
     std::shared_ptr<const CalibrationProfile> profile;  // null without one
     std::string profile_file;
     MatmulEfficiency matmul;
-    BandwidthCurve bandwidth;  // empty without a calibrated curve
-    BandwidthCurve weights;    // by a run's weight bytes; empty without a calibrated curve
+    BandwidthCurve bandwidth;     // empty without a calibrated curve
+    BandwidthCurve weights;       // by a run's weight bytes; empty without a calibrated curve
+    BandwidthCurve conv_weights;  // the same for spatial convolutions' weights
   };
   // Bytes of the constants a run of `graph` reads (its weights), cached by graph.
   double run_weight_bytes(const Graph& graph) const;

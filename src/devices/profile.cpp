@@ -216,7 +216,8 @@ class ProfileReader {
     }
 
     for (const auto& [key, target] : {std::pair{"bandwidth_curve", &profile.bandwidth_curve},
-                                      std::pair{"weight_curve", &profile.weight_curve}}) {
+                                      std::pair{"weight_curve", &profile.weight_curve},
+                                      std::pair{"conv_weight_curve", &profile.conv_weight_curve}}) {
       if (!root.contains(key)) continue;
       const json& bandwidth = array_at(root, key, key);
       for (size_t i = 0; i < bandwidth.size(); ++i) {
@@ -367,10 +368,13 @@ void write_profile(const std::string& path, const CalibrationProfile& profile) {
   for (const auto& point : profile.bandwidth_curve) {
     bandwidth.push_back({{"bytes", point.bytes}, {"seconds", point.seconds}});
   }
-  json weights = json::array();
-  for (const auto& point : profile.weight_curve) {
-    weights.push_back({{"bytes", point.bytes}, {"seconds", point.seconds}});
-  }
+  const auto points_json = [](const std::vector<CalibrationProfile::BandwidthPoint>& points) {
+    json array = json::array();
+    for (const auto& point : points)
+      array.push_back({{"bytes", point.bytes}, {"seconds", point.seconds}});
+    return array;
+  };
+  const json weights = points_json(profile.weight_curve);
   json measurements = json::array();
   for (const auto& row : profile.measurements) {
     measurements.push_back(
@@ -390,6 +394,8 @@ void write_profile(const std::string& path, const CalibrationProfile& profile) {
     root["host_link_bandwidth"] = figure_json(profile.host_link_bandwidth);
   }
   if (!profile.weight_curve.empty()) root["weight_curve"] = weights;
+  if (!profile.conv_weight_curve.empty())
+    root["conv_weight_curve"] = points_json(profile.conv_weight_curve);
   if (profile.view_overhead.known()) root["view_overhead"] = figure_json(profile.view_overhead);
   if (profile.subgraph_run_overhead.known()) {
     root["subgraph_run_overhead"] = figure_json(profile.subgraph_run_overhead);

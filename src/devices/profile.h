@@ -34,7 +34,12 @@ struct CalibrationProfile {
   // weights a run reads: chains of weight-bound MatMuls (2 rows), each point the run's weight
   // bytes and the run's time less one dispatch per op. Empty in older profiles.
   std::vector<BandwidthPoint> weight_curve;  // ascending bytes
-  std::map<std::string, double> op_seconds;  // op_signature -> median seconds per call
+  // The same for spatial convolutions' weights: chains of 3x3 convolutions of 512 channels on
+  // 2x2 images (a late layer at a small input), each point the run's weight bytes and its time
+  // less one dispatch per op. Past the caches they get through their weights at well under
+  // the MatMuls' rate (their blocked weights, read tap by tap). Empty in older profiles.
+  std::vector<BandwidthPoint> conv_weight_curve;  // ascending bytes
+  std::map<std::string, double> op_seconds;       // op_signature -> median seconds per call
   // Executor costs that are not a kernel's (absent in profiles written before they were
   // measured: then a view costs nothing and a subgraph run only its ops):
   // - the step of a view (Reshape, Squeeze...: no kernel runs, the executor still takes a step);

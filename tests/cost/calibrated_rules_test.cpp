@@ -2,6 +2,7 @@
 // the run's weights, control flow by its bodies, views' executor steps, transcendental rates.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <memory>
 
@@ -105,6 +106,38 @@ TEST(CalibratedCost, WeightsMoveAtTheRateOfAllTheRunsWeights) {
   const double activations = activation_bytes / 200e9;
   EXPECT_NEAR(time_of(model, small).memory_seconds, weight_bytes / 100e9 + activations, 1e-12);
   EXPECT_NEAR(time_of(model, large).memory_seconds, weight_bytes / 5e9 + activations, 1e-12);
+}
+
+TEST(WeightCurve, SpatialConvolutionsTakeTheirOwnCurveAndOneByOneConvolutionsTheMatMuls) {
+  const auto conv = [](int64_t kernel) {
+    GraphBuilder builder;
+    const int x = builder.input("x", DType::kFloat32, {2, 512, 2, 2});
+    const int w = builder.constant("w", DType::kFloat32, {512, 512, kernel, kernel});
+    const int64_t pad = kernel / 2;
+    return builder.infer({builder.node("Conv", {x, w},
+                                       {{"kernel_shape", std::vector<int64_t>{kernel, kernel}},
+                                        {"pads", std::vector<int64_t>{pad, pad, pad, pad}}})});
+  };
+  CalibrationProfile profile;
+  profile.bandwidth_curve = {point(4 << 20, 200e9), point(256 << 20, 10e9)};
+  profile.weight_curve = {{1 << 20, (1 << 20) / 100e9}, {64 << 20, (64 << 20) / 50e9}};
+  profile.conv_weight_curve = {{1 << 20, (1 << 20) / 40e9}, {64 << 20, (64 << 20) / 10e9}};
+  const CostModel model(profiled_cluster(), {{kCpu, profile}});
+  const auto weight_seconds = [&](const Graph& graph, double rate) {
+    const double weights =
+        static_cast<double>(graph.values[graph.find_value("w")].constant.nbytes());
+    const double activations = graph.nodes[0].cost.bytes - weights;
+    return weights / rate + activations / 200e9;
+  };
+  // 9 MiB of 3x3 weights in a run of 9 MiB: between the conv curve's points, in log-log.
+  const Graph spatial = conv(3);
+  const double conv_rate = 40e9 * std::pow(10e9 / 40e9, std::log(9.0) / std::log(64.0));
+  EXPECT_NEAR(time_of(model, spatial).memory_seconds, weight_seconds(spatial, conv_rate),
+              1e-3 * weight_seconds(spatial, conv_rate));
+  // A 1x1 convolution is a GEMM: its 1 MiB of weights at the MatMuls' rate.
+  const Graph pointwise = conv(1);
+  EXPECT_NEAR(time_of(model, pointwise).memory_seconds, weight_seconds(pointwise, 100e9),
+              1e-3 * weight_seconds(pointwise, 100e9));
 }
 
 // A Loop carrying a 4x16 tensor through `Add(x, bias)` and `Tanh`, with its trip count a
@@ -223,6 +256,7 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   CalibrationProfile profile;
   profile.device_name = "cpu: test";
   profile.weight_curve = {{1 << 20, 1e-5}};
+  profile.conv_weight_curve = {{9 << 20, 1e-3}};
   profile.view_overhead = testing::figure(0.2e-6, "calibration p.json: views");
   profile.subgraph_run_overhead = testing::figure(1e-6, "calibration p.json: loop");
   profile.vector_op_rates = {{"Tanh", 2e9}};
@@ -231,6 +265,8 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   const CalibrationProfile read = read_profile(path);
   ASSERT_EQ(read.weight_curve.size(), 1u);
   EXPECT_EQ(read.weight_curve[0].bytes, 1 << 20);
+  ASSERT_EQ(read.conv_weight_curve.size(), 1u);
+  EXPECT_EQ(read.conv_weight_curve[0].seconds, 1e-3);
   EXPECT_EQ(read.view_overhead.value, 0.2e-6);
   EXPECT_EQ(read.subgraph_run_overhead.value, 1e-6);
   EXPECT_EQ(read.vector_op_rates.at("Tanh"), 2e9);
@@ -240,6 +276,7 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   write_profile(path, older);
   const CalibrationProfile old = read_profile(path);
   EXPECT_TRUE(old.weight_curve.empty());
+  EXPECT_TRUE(old.conv_weight_curve.empty());
   EXPECT_FALSE(old.view_overhead.known());
   EXPECT_TRUE(old.vector_op_rates.empty());
   std::remove(path.c_str());
