@@ -1,5 +1,6 @@
 // Predicted time of one model on the local CPU, as the cost model sees it, for
-// predict_vs_measure.py: the graph `tandem run` runs (fused unless --no-fusion), every
+// predict_vs_measure.py: the graph `tandem run` runs (constants folded and fused, unless
+// --no-fusion), every
 // top-level op costed on a local cluster built from a calibration profile. Prints JSON.
 //
 // Usage: predict_model MODEL [--dim NAME=N]... [--profile FILE] [--no-fusion]
@@ -11,8 +12,8 @@
 #include "cost/cost_model.h"
 #include "devices/cluster.h"
 #include "ir/error.h"
-#include "ir/fuse.h"
 #include "onnx/importer.h"
+#include "runtime/constant_folding.h"
 
 namespace {
 
@@ -53,7 +54,9 @@ Arguments parse(int argc, char** argv) {
 
 nlohmann::json predict(const Arguments& arguments) {
   ImportedModel model = import_onnx(arguments.model, arguments.import);
-  if (arguments.fuse) fuse_for_inference(model.graph);
+  // As `tandem run` prepares it: shapes computed from constants (a detector's resize) are only
+  // known once folded, and an unknown dim counts as 1 in the FLOPs.
+  if (arguments.fuse) prepare_for_inference(model.graph);
   const Cluster cluster = local_cluster(arguments.profile);
   const CostModel costs(cluster);
   const Graph& graph = model.graph;
