@@ -20,6 +20,7 @@ APT_PACKAGES=(
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-venv python3-dev python3-numpy python3-torch python3-torchvision
+  python3-yaml  # bench/cluster_checks.py reads and writes cluster files
   libopenblas0-pthread  # Debian's torch uses the system BLAS: the reference one is ~20x slower
   chromium  # headless: the HTML report's browser test
   openmpi-bin libopenmpi-dev  # runs across hosts (docs/MPI.md); CI runs mpirun -np 2 and 3

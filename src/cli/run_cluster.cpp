@@ -206,7 +206,9 @@ void calibrate_from_run(const ClusterRun& run, const PlanningProblem& planned) {
   // Per device, per node, per run: the node's time (one call per run: the batch is whole).
   std::map<int, std::map<const Node*, std::map<int, double>>> measured;
   for (const TimelineSpan& span : run.timeline.spans) {
-    if (span.category != "op") continue;
+    if (span.category != "op" || span.track < 0 ||
+        span.track >= static_cast<int>(run.timeline.tracks.size()))
+      continue;
     const auto node = by_label.find(span.name);
     const auto device = device_of_id.find(run.timeline.tracks[span.track].group);
     if (node == by_label.end() || device == device_of_id.end()) continue;

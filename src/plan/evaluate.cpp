@@ -182,23 +182,10 @@ Transfer make_transfer(const PlanningProblem& problem, const PlanningProblem::Ou
   return transfer;
 }
 
-// Per node, whether it is the first of its segment (in plan.order): where a segment's run, and
-// its program step on a compiled device, begins.
-std::vector<char> segment_starts(const PlanningProblem& problem, const Plan& plan,
-                                 const std::vector<int>& position) {
-  std::vector<char> starts(problem.node_count(), 0);
-  for (const Segment& segment : plan.segments) {
-    if (segment.nodes.empty()) continue;
-    starts[*std::min_element(segment.nodes.begin(), segment.nodes.end(),
-                             [&](int a, int b) { return position[a] < position[b]; })] = 1;
-  }
-  return starts;
-}
-
 // List scheduling of a plan without stages or batch shares, its segments found.
 void schedule(const PlanningProblem& problem, Plan& plan, const std::vector<int>& position) {
   const int devices = problem.device_count();
-  const std::vector<char> starts = segment_starts(problem, plan, position);
+  const std::vector<char> starts = segment_starts(plan, position);
   std::vector<double> device_free(devices, 0);
   PairTable link_free(devices);
   std::vector<double> inputs_ready(problem.node_count(), 0);
@@ -265,7 +252,7 @@ void schedule_pipeline(const PlanningProblem& problem, Plan& plan,
   }
   // Each segment's run (stages next to each other on one device share one) pays its program
   // step once per micro-batch.
-  const std::vector<char> starts = segment_starts(problem, plan, position);
+  const std::vector<char> starts = segment_starts(plan, position);
   for (const Segment& segment : plan.segments) {
     const double step = problem.segment_overhead(segment.device);
     const auto first =
@@ -329,6 +316,16 @@ void schedule_data_parallel(const PlanningProblem& problem, Plan& plan) {
 }
 
 }  // namespace
+
+std::vector<char> segment_starts(const Plan& plan, const std::vector<int>& position) {
+  std::vector<char> starts(position.size(), 0);
+  for (const Segment& segment : plan.segments) {
+    if (segment.nodes.empty()) continue;
+    starts[*std::min_element(segment.nodes.begin(), segment.nodes.end(),
+                             [&](int a, int b) { return position[a] < position[b]; })] = 1;
+  }
+  return starts;
+}
 
 std::vector<double> memory_per_device(const PlanningProblem& problem, const Plan& plan) {
   const int devices = problem.device_count();

@@ -15,6 +15,11 @@ void evaluate_plan(const PlanningProblem& problem, Plan& plan);
 // the plan a search keeps fills them.
 void evaluate_for_search(const PlanningProblem& problem, Plan& plan);
 
+// Per node, whether it is the first of its segment in the order (`position`: each node's index
+// in plan.order): where a segment's run, and a compiled device's program step, begins. The
+// evaluator and the simulator charge PlanningProblem::segment_overhead there.
+std::vector<char> segment_starts(const Plan& plan, const std::vector<int>& position);
+
 // Whether the plan fits every device's memory; when not, names the first device that is
 // short and by how many bytes.
 struct MemoryCheck {

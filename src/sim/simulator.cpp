@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "ir/error.h"
+#include "plan/evaluate.h"
 #include "sim/event_queue.h"
 #include "sim/memory_ledger.h"
 #include "sim/shared_links.h"
@@ -187,19 +188,14 @@ class Simulation {
     }
     if (lanes_.empty()) throw InputError("plan", "no device has a share of the batch");
     // Where each segment's run (and a compiled device's program step) begins: a data-parallel
-    // replica is one segment of the whole order.
-    segment_starts_.assign(devices_, std::vector<char>(problem.node_count(), 0));
+    // replica is one segment of the whole order, on each device with a share.
     if (!plan.batch_share.empty()) {
-      for (const Lane& lane : lanes_) segment_starts_[lane.device][order.front()] = 1;
+      segment_starts_.assign(problem.node_count(), 0);
+      if (!order.empty()) segment_starts_[order.front()] = 1;
     } else {
       std::vector<int> position(problem.node_count(), 0);
       for (size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<int>(i);
-      for (const Segment& segment : plan.segments) {
-        if (segment.nodes.empty()) continue;
-        segment_starts_[segment.device][*std::min_element(
-            segment.nodes.begin(), segment.nodes.end(),
-            [&](int a, int b) { return position[a] < position[b]; })] = 1;
-      }
+      segment_starts_ = segment_starts(plan, position);
     }
     pipelined_ = plan.batch_share.empty() && lanes_.size() > 1;
     batch_ = static_cast<double>(problem.options().batch);
@@ -393,7 +389,7 @@ class Simulation {
     set_activity(sd, true, 0);
     allocate(sd, problem_.output_bytes(node) * lanes_[k].fraction);
     const double seconds = problem_.seconds_for_share(node, device, lanes_[k].fraction) +
-                           (segment_starts_[device][node] ? problem_.segment_overhead(device) : 0);
+                           (segment_starts_[node] ? problem_.segment_overhead(device) : 0);
     if (options_.record_timeline) {
       result_.timeline.spans.push_back(
           {sd, node_label(problem_, node), "compute", now_, seconds, pipelined_ ? k : -1, 0});
@@ -618,7 +614,7 @@ class Simulation {
   bool pipelined_ = false;
   std::vector<Layout> layouts_;
   std::vector<Lane> lanes_;
-  std::vector<std::vector<char>> segment_starts_;         // per device of the cluster, per node
+  std::vector<char> segment_starts_;  // per node: the first of its segment (evaluate.h)
   std::vector<std::vector<DeviceLane>> lanes_on_device_;  // per device of the plan's cluster
   // Per instance (replica, lane) and node: reads still missing, references to its outputs.
   std::vector<int32_t> remaining_, refs_;

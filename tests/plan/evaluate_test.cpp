@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "plan_test_util.h"
+#include "sim/simulator.h"
 
 namespace tandem {
 namespace {
@@ -170,6 +171,69 @@ TEST(Evaluate, SpeedupOverBestSingleDevice) {
   evaluate_plan(*problem, plan);
   EXPECT_EQ(problem->best_single_device(), 0);
   EXPECT_DOUBLE_EQ(plan.speedup_over_best_single, 4.0 / 3);
+}
+
+// The runtime's own costs, from the devices' figures: the evaluator and the simulator agree.
+TEST(Evaluate, RunOverheadOncePerBatchTheLargestOfTheDevices) {
+  Cluster cluster = flat_cluster(2);
+  cluster.devices[0].figures.run_overhead = testing::figure(0.25);
+  cluster.devices[1].figures.run_overhead = testing::figure(0.5);
+  PlanOptions options;
+  options.batch = 13;
+  const auto problem = make_problem(cluster, {{1, 2}, {2, 1}, {3, 3}}, {{{1, 1e9}}, {{2, 1e9}}, {}},
+                                    {}, {}, options);
+  EXPECT_DOUBLE_EQ(problem->run_overhead(), 0.5);
+  Plan plan = placed({0, 0, 0});
+  evaluate_plan(*problem, plan);
+  EXPECT_DOUBLE_EQ(plan.predicted.latency_seconds, 6.5);
+  EXPECT_DOUBLE_EQ(plan.predicted.throughput_samples_per_second, 13 / 6.5);
+  // The best single device pays it too: this plan is that device, no faster and no slower.
+  EXPECT_DOUBLE_EQ(plan.speedup_over_best_single, 1);
+  EXPECT_DOUBLE_EQ(simulate(*problem, plan).latency_seconds, 6.5);
+}
+
+TEST(Evaluate, ProgramStepOncePerRunOfEachSegment) {
+  // A chain of 1 s nodes on d0, d1, d0: d0 runs two segments, each a program step of 0.1 s.
+  Cluster cluster = flat_cluster(2, 1e12);
+  cluster.devices[0].figures.step_overhead = testing::figure(0.1);
+  const auto problem = make_problem(cluster, {{1, 1}, {1, 1}, {1, 1}}, {{{1, 0}}, {{2, 0}}, {}});
+  EXPECT_DOUBLE_EQ(problem->segment_overhead(0), 0.1);
+  EXPECT_DOUBLE_EQ(problem->segment_overhead(1), 0);
+  Plan plan = placed({0, 1, 0});
+  evaluate_plan(*problem, plan);
+  ASSERT_EQ(plan.segments.size(), 3u);
+  EXPECT_NEAR(plan.predicted.latency_seconds, 3.2, 1e-9);
+  EXPECT_NEAR(plan.predicted.busy_seconds[0], 2.2, 1e-9);
+  EXPECT_NEAR(simulate(*problem, plan).latency_seconds, 3.2, 1e-9);
+  // All on d0: one segment, one step.
+  Plan whole = placed({0, 0, 0});
+  evaluate_plan(*problem, whole);
+  EXPECT_NEAR(whole.predicted.latency_seconds, 3.1, 1e-9);
+  EXPECT_NEAR(simulate(*problem, whole).latency_seconds, 3.1, 1e-9);
+}
+
+TEST(Evaluate, ProgramStepOncePerMicrobatchAndOncePerReplica) {
+  Cluster cluster = flat_cluster(2, 1e12);
+  cluster.devices[0].figures.step_overhead = testing::figure(0.1);
+  cluster.devices[1].figures.step_overhead = testing::figure(0.1);
+  PlanOptions options;
+  options.batch = 4;
+  const auto problem = make_problem(cluster, {{4, 4}, {4, 4}}, {{{1, 0}}, {}}, {}, {}, options);
+  // Two stages, 4 micro-batches of 1 s per stage: each stage's run pays its step.
+  Plan pipeline = placed({0, 1});
+  pipeline.microbatches = 4;
+  pipeline.stages = {{0, 0, 0, 0}, {1, 1, 1, 0}};
+  evaluate_plan(*problem, pipeline);
+  EXPECT_NEAR(pipeline.stages[0].seconds, 1.1, 1e-9);
+  EXPECT_NEAR(pipeline.predicted.busy_seconds[0], 4 * 1.1, 1e-9);
+  EXPECT_NEAR(pipeline.predicted.latency_seconds, 2.2 + 3 * 1.1, 1e-9);
+  EXPECT_NEAR(simulate(*problem, pipeline).latency_seconds, 2.2 + 3 * 1.1, 1e-9);
+  // Half the batch on each device: each replica, one segment of both nodes, pays one step.
+  Plan shared = placed({0, 0});
+  shared.batch_share = {0.5, 0.5};
+  evaluate_plan(*problem, shared);
+  EXPECT_NEAR(shared.predicted.latency_seconds, 4 + 0.1, 1e-9);
+  EXPECT_NEAR(simulate(*problem, shared).latency_seconds, 4 + 0.1, 1e-9);
 }
 
 TEST(LowerBound, CriticalPathWhenItDominates) {
