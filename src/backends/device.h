@@ -9,6 +9,27 @@
 
 namespace tandem {
 
+// The number format a device computes matrix products (MatMul, Gemm, Conv) in, where the user
+// asks for a lower one (`tandem run --precision`). Tensors between ops, and every other op, stay
+// float32: a kernel converts its inputs and accumulates in float32 (bf16) or int32 (int8).
+enum class MatrixPrecision { kFloat32, kBFloat16, kInt8 };
+
+inline const char* matrix_precision_name(MatrixPrecision precision) {
+  switch (precision) {
+    case MatrixPrecision::kBFloat16: return "bf16";
+    case MatrixPrecision::kInt8: return "int8";
+    default: return "fp32";
+  }
+}
+
+inline std::optional<MatrixPrecision> parse_matrix_precision(const std::string& name) {
+  for (MatrixPrecision p :
+       {MatrixPrecision::kFloat32, MatrixPrecision::kBFloat16, MatrixPrecision::kInt8}) {
+    if (name == matrix_precision_name(p)) return p;
+  }
+  return std::nullopt;
+}
+
 // What a kernel is built from, once, before any run. Shapes may hold dynamic dims; weights and
 // other constant inputs are visible so a backend can pre-pack them.
 struct KernelSpec {
@@ -16,7 +37,8 @@ struct KernelSpec {
   int opset;
   std::span<const TensorType> input_types;
   std::span<const TensorType> output_types;
-  std::span<const Tensor* const> constant_inputs;  // nullptr where the input is not constant
+  std::span<const Tensor* const> constant_inputs;         // nullptr where the input is not constant
+  MatrixPrecision precision = MatrixPrecision::kFloat32;  // the device's, for matrix products
 };
 
 // A compiled op on one device. Outputs arrive allocated with their inferred shapes, except

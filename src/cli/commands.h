@@ -38,18 +38,19 @@ struct RunOptions : ModelOptions {
   int warmup = 1;
   double warmup_seconds = 0;  // > 0: warm up for this long instead of --warmup runs
   int iterations = 10;
-  double duration = 0;      // > 0: time runs for this many seconds instead of --iterations
-  bool fuse = true;         // fold BatchNorm and fuse activations before running
-  bool profile = false;     // time every op: per op type and per node
-  std::string profile_out;  // write the profile as JSON here (implies --profile)
-  bool verbose = false;     // say on stderr what was decided: fusion, memory, plan, segments
-  std::string cluster;      // run across this cluster's devices (planned with `auto` unless --plan)
-  std::string strategy;     // with --cluster: plan with this strategy (default auto)
-  int microbatches = 1;     // with --cluster: split the batch into this many micro-batches
-  std::string plan;         // a plan file from `tandem plan -o`
-  std::string trace;        // write the measured timeline here (Chrome trace events)
-  std::string report;       // write an HTML report: the predicted timeline above the measured one
-  bool failover = false;    // when a device fails, re-plan onto the others and finish
+  double duration = 0;             // > 0: time runs for this many seconds instead of --iterations
+  bool fuse = true;                // fold BatchNorm and fuse activations before running
+  std::string precision = "fp32";  // matrix products' precision on the CPU (MatrixPrecision)
+  bool profile = false;            // time every op: per op type and per node
+  std::string profile_out;         // write the profile as JSON here (implies --profile)
+  bool verbose = false;            // say on stderr what was decided: fusion, memory, plan, segments
+  std::string cluster;    // run across this cluster's devices (planned with `auto` unless --plan)
+  std::string strategy;   // with --cluster: plan with this strategy (default auto)
+  int microbatches = 1;   // with --cluster: split the batch into this many micro-batches
+  std::string plan;       // a plan file from `tandem plan -o`
+  std::string trace;      // write the measured timeline here (Chrome trace events)
+  std::string report;     // write an HTML report: the predicted timeline above the measured one
+  bool failover = false;  // when a device fails, re-plan onto the others and finish
   // With --cluster: fold the run's measured op times into the profiles its devices name.
   bool calibrate_from_run = false;
   std::vector<std::string> rank_hosts;  // under mpirun: the cluster host of each rank, in order

@@ -165,6 +165,12 @@ int main(int argc, char** argv) {
                    "time runs for this many seconds instead of --iterations (at least one run)")
       ->check(number_in(0, 86400))
       ->excludes(iterations);
+  run_verb
+      ->add_option("--precision", run.precision,
+                   "compute MatMul, Gemm and Conv in bf16, or MatMul and Gemm in dynamic int8, "
+                   "and report the speed-up and the outputs' error against fp32, run too")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16", "int8"}));
   run_verb->add_flag("!--no-fusion", run.fuse,
                      "run the graph as imported, without folding constants and BatchNorm or "
                      "fusing activations and embedding bags");

@@ -130,6 +130,13 @@ void check_options(const RunOptions& options) {
         "need --cluster (or --plan)");
   if (!options.plan.empty() && !options.strategy.empty())
     throw InputError("--plan and --strategy", "give one: a plan file, or a strategy to plan with");
+  if (options.precision != "fp32") {
+    if (!options.cluster.empty())
+      throw InputError("--precision " + options.precision,
+                       "is for a run on this machine's CPU; a cluster's devices compute in fp32");
+    const std::string refusal = cpu::precision_refusal(*parse_matrix_precision(options.precision));
+    if (!refusal.empty()) throw InputError("--precision " + options.precision, refusal);
+  }
 }
 
 void say_model_decisions(const ImportedModel& model, const InferencePreparation& prepared,
@@ -177,12 +184,35 @@ void say_kernels(const GraphExecutor& executor, const std::string& device) {
   }
 }
 
-// One device: the graph executor on this machine's CPU.
+bool is_matrix_product(const Node& node) {
+  return node.op_type == "MatMul" || node.op_type == "Gemm" || node.op_type == "Conv" ||
+         node.op_type == "ConvTranspose";
+}
+
+// How many matrix products the executor has, and how many of them ran in a lower precision (their
+// kernels say so: "oneDNN brg:avx512_core_bf16 [bf16]").
+std::pair<int, int> count_lowered(const GraphExecutor& executor, MatrixPrecision precision) {
+  const std::string mark = std::string("[") + matrix_precision_name(precision) + "]";
+  int products = 0, lowered = 0;
+  for (const auto& [node, implementation] : executor.kernel_implementations()) {
+    if (!is_matrix_product(*node)) continue;
+    ++products;
+    if (implementation.find(mark) != std::string::npos) ++lowered;
+  }
+  return {products, lowered};
+}
+
+// One device: the graph executor on this machine's CPU, its matrix products in `precision`.
 RunReport run_on_cpu(const RunOptions& options, const RunSchedule& schedule, const Graph& graph,
-                     const std::vector<Tensor>& inputs) {
-  cpu::CpuDevice device;
+                     const std::vector<Tensor>& inputs, MatrixPrecision precision) {
+  cpu::CpuDevice device("cpu:0", {}, precision);
   GraphExecutor executor(graph, device);
   RunReport report;
+  if (precision != MatrixPrecision::kFloat32) {
+    PrecisionFigures figures;
+    figures.precision = matrix_precision_name(precision);
+    report.precision = figures;
+  }
   if (options.verbose) {
     std::fprintf(stderr,
                  "verbose: memory: intermediates share a %s arena (%s if each had its own); "
@@ -216,6 +246,10 @@ RunReport run_on_cpu(const RunOptions& options, const RunSchedule& schedule, con
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   });
   if (options.verbose) say_kernels(executor, device.name());
+  if (report.precision) {
+    std::tie(report.precision->products, report.precision->lowered) =
+        count_lowered(executor, precision);
+  }
   report.warmup_runs = runs.warmup_runs;
   report.latencies_seconds = runs.latencies_seconds;
   report.duration_seconds = runs.duration_seconds;
@@ -229,6 +263,22 @@ RunReport run_on_cpu(const RunOptions& options, const RunSchedule& schedule, con
   for (size_t i = 0; i < outputs.size(); ++i)
     report.outputs.push_back({graph.values[graph.outputs[i]].name, outputs[i]});
   return report;
+}
+
+// Runs the model again in float32, timed as the lower-precision run was, and sets each float
+// output of `report` against float32's.
+void compare_with_fp32(const RunOptions& options, RunSchedule schedule, const Graph& graph,
+                       const std::vector<Tensor>& inputs, RunReport& report) {
+  RunOptions plain = options;
+  plain.profile = false;
+  plain.verbose = false;
+  if (schedule.progress) std::fprintf(stderr, "the same runs in fp32, for comparison\n");
+  const RunReport fp32 = run_on_cpu(plain, schedule, graph, inputs, MatrixPrecision::kFloat32);
+  report.precision->fp32_latencies_seconds = fp32.latencies_seconds;
+  for (size_t i = 0; i < report.outputs.size() && i < fp32.outputs.size(); ++i) {
+    if (const auto d = deviation(report.outputs[i].second, fp32.outputs[i].second))
+      report.precision->outputs.emplace_back(report.outputs[i].first, *d);
+  }
 }
 
 }  // namespace
@@ -266,7 +316,9 @@ int run_command(const RunOptions& given) {
   schedule.progress = isatty(fileno(stderr)) && !options.json;
   RunReport report;
   if (options.cluster.empty()) {
-    report = run_on_cpu(options, schedule, graph, inputs);
+    const MatrixPrecision precision = *parse_matrix_precision(options.precision);
+    report = run_on_cpu(options, schedule, graph, inputs, precision);
+    if (report.precision) compare_with_fp32(options, schedule, graph, inputs, report);
   } else {
     try {
       if (!ranks) {

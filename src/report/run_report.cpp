@@ -232,6 +232,44 @@ nlohmann::json cluster_json(const ClusterRunFigures& cluster) {
   return json;
 }
 
+std::string render_precision(const PrecisionFigures& figures, const LatencyStats& stats) {
+  const double fp32 = latency_stats(figures.fp32_latencies_seconds).median;
+  std::string out = format(
+      "precision   %s in %d of %d matrix products (the rest in fp32); median %s against "
+      "%s in fp32: %.2fx\n",
+      figures.precision.c_str(), figures.lowered, figures.products,
+      seconds_text(stats.median).c_str(), seconds_text(fp32).c_str(),
+      stats.median > 0 ? fp32 / stats.median : 0.0);
+  for (const auto& [name, d] : figures.outputs) {
+    out += format("accuracy    %s against fp32: max |error| %.3g, relative %.3g%%", name.c_str(),
+                  d.max_abs_error, 100 * d.relative_error);
+    if (d.rows > 0) {
+      out += format(", same top-1 in %lld of %lld rows", static_cast<long long>(d.same_argmax),
+                    static_cast<long long>(d.rows));
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+nlohmann::json precision_json(const PrecisionFigures& figures, const LatencyStats& stats) {
+  const double fp32 = latency_stats(figures.fp32_latencies_seconds).median;
+  nlohmann::json outputs = nlohmann::json::array();
+  for (const auto& [name, d] : figures.outputs) {
+    outputs.push_back({{"output", name},
+                       {"max_abs_error", d.max_abs_error},
+                       {"relative_error", d.relative_error},
+                       {"rows", d.rows},
+                       {"same_argmax", d.same_argmax}});
+  }
+  return {{"name", figures.precision},
+          {"matrix_products", figures.products},
+          {"lowered", figures.lowered},
+          {"fp32_median_s", fp32},
+          {"speedup", stats.median > 0 ? fp32 / stats.median : 0.0},
+          {"outputs", outputs}};
+}
+
 }  // namespace
 
 void set_profile(RunReport& report, const std::vector<NodeTotal>& totals, size_t runs) {
@@ -299,6 +337,7 @@ std::string render_run_report(const RunReport& report) {
            human_bytes(static_cast<double>(*report.unplanned_bytes)) + " without reuse)\n";
   }
   if (report.cluster) out += render_cluster(report, stats);
+  if (report.precision) out += render_precision(*report.precision, stats);
   if (report.profiled) out += render_profile(report);
   for (const auto& [name, comparison] : report.checks) {
     out += "check       " +
@@ -390,6 +429,7 @@ nlohmann::json run_report_json(const RunReport& report) {
                       {"without_reuse_bytes", *report.unplanned_bytes}};
   }
   if (report.cluster) json["plan"] = cluster_json(*report.cluster);
+  if (report.precision) json["precision"] = precision_json(*report.precision, stats);
   if (report.profiled) {
     const nlohmann::json profile = profile_json(report);
     json["profile"] = {{"op_types", profile["op_types"]}, {"nodes", profile["nodes"]}};

@@ -75,6 +75,16 @@ struct ClusterRunFigures {
   std::vector<HostLink> host_links;
 };
 
+// A run whose matrix products computed in a lower precision (`run --precision`), beside the
+// same model run in float32 on the same inputs.
+struct PrecisionFigures {
+  std::string precision;                       // "bf16" or "int8"
+  int products = 0;                            // MatMul, Gemm, Conv and ConvTranspose nodes
+  int lowered = 0;                             // of them, those that ran in `precision`
+  std::vector<double> fp32_latencies_seconds;  // the float32 run's, timed as the other
+  std::vector<std::pair<std::string, Deviation>> outputs;  // each float output against float32
+};
+
 // What `tandem run` measured, on one device or a cluster: outputs, latency per run, memory,
 // checks, the profile.
 struct RunReport {
@@ -93,6 +103,7 @@ struct RunReport {
   std::vector<OpTimeSummary> op_times;
   std::vector<NodeTime> node_times;
   std::optional<ClusterRunFigures> cluster;
+  std::optional<PrecisionFigures> precision;
 };
 
 // Fills the report's profile from the totals of `runs` timed runs: per node and per op type,

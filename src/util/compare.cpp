@@ -1,7 +1,9 @@
 #include "util/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 namespace tandem {
 namespace {
@@ -86,6 +88,45 @@ std::string describe_mismatch(const std::string& name, const Comparison& c) {
          " elements differ; worst at [" + position + "]: got " + number(c.actual) + ", expected " +
          number(c.expected) + " (error " + number(error) + relative + "; tolerance atol " +
          number(c.atol) + " + rtol " + number(c.rtol) + " x |expected|)";
+}
+
+namespace {
+
+template <typename T>
+Deviation deviation_of(const T* a, const T* e, int64_t count, int64_t classes) {
+  Deviation d;
+  double error_squares = 0, reference_squares = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const double difference = static_cast<double>(a[i]) - static_cast<double>(e[i]);
+    d.max_abs_error = std::max(d.max_abs_error, std::abs(difference));
+    error_squares += difference * difference;
+    reference_squares += static_cast<double>(e[i]) * static_cast<double>(e[i]);
+  }
+  d.relative_error = reference_squares > 0 ? std::sqrt(error_squares / reference_squares)
+                     : error_squares > 0   ? std::numeric_limits<double>::infinity()
+                                           : 0.0;
+  if (classes < 2) return d;
+  for (int64_t row = 0; row * classes < count; ++row) {
+    const T* ar = a + row * classes;
+    const T* er = e + row * classes;
+    ++d.rows;
+    if (std::max_element(ar, ar + classes) - ar == std::max_element(er, er + classes) - er)
+      ++d.same_argmax;
+  }
+  return d;
+}
+
+}  // namespace
+
+std::optional<Deviation> deviation(const Tensor& actual, const Tensor& reference) {
+  if (actual.dtype() != reference.dtype() || actual.shape() != reference.shape())
+    return std::nullopt;
+  const int64_t classes = actual.rank() > 0 ? actual.shape().back() : 1;
+  if (actual.dtype() == DType::kFloat32)
+    return deviation_of(actual.data<float>(), reference.data<float>(), actual.numel(), classes);
+  if (actual.dtype() == DType::kFloat64)
+    return deviation_of(actual.data<double>(), reference.data<double>(), actual.numel(), classes);
+  return std::nullopt;
 }
 
 }  // namespace tandem

@@ -33,6 +33,18 @@ struct Comparison {
 Comparison compare_tensors(const Tensor& actual, const Tensor& expected,
                            const Tolerance& tolerance = {});
 
+// How far an output computed in a lower precision strays from the float32 one, over every
+// element: the largest |a - e|, the error's L2 norm over the reference's, and, reading the last
+// axis as classes, in how many rows both pick the same largest element (a classifier's top-1).
+struct Deviation {
+  double max_abs_error = 0;
+  double relative_error = 0;  // ||a - e|| / ||e||; 0 where both are all zeros
+  int64_t rows = 0;           // rows of the last axis, when it has at least two classes
+  int64_t same_argmax = 0;
+};
+// Float outputs of the same shape only (float32 or float64); nullopt otherwise.
+std::optional<Deviation> deviation(const Tensor& actual, const Tensor& reference);
+
 // "logits: 3 of 40 elements differ; worst at [1, 7]: got 0.5, expected 0.25 (error 0.25, 100%
 // of the expected value; tolerance atol 2.5e-05 + rtol 0.001)" or the dtype/shape problem.
 std::string describe_mismatch(const std::string& name, const Comparison& comparison);

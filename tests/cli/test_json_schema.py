@@ -193,7 +193,8 @@ def run_outputs(directory):
             run("run", model("resnet"), "--cluster", cluster("cpu-split.yaml"), "--iterations",
                 "2", "--json"),
             run("run", model("mlp"), "--cluster", cluster("cpu-pjrt.yaml"), "--iterations", "1",
-                "--json")]
+                "--json"),
+            run("run", model("mlp"), "--precision", "int8", "--iterations", "2", "--json")]
 
 
 def train_lines(*args):

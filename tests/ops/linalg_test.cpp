@@ -1,9 +1,12 @@
 #include <cmath>
 #include <memory>
+#include <random>
 
 #include "backends/cpu/cpu_device.h"
+#include "backends/cpu/linalg_dnnl.h"
 #include "ir/error.h"
 #include "op_test_util.h"
+#include "util/compare.h"
 
 namespace tandem::testing {
 namespace {
@@ -25,7 +28,8 @@ Tensor random_f32(Shape shape, uint32_t seed) {
 class KernelHarness {
  public:
   KernelHarness(const std::string& op_type, std::vector<TensorType> declared,
-                std::vector<Tensor> constants, Attrs attributes)
+                std::vector<Tensor> constants, Attrs attributes,
+                MatrixPrecision precision = MatrixPrecision::kFloat32)
       : declared_(std::move(declared)) {
     node_.name = "harness";
     node_.op_type = op_type;
@@ -44,8 +48,10 @@ class KernelHarness {
       output_types_.push_back({out.dtype, out.shape});
     }
     KernelSpec spec{node_, 21, declared_, output_types_, constant_ptrs_};
-    kernel_ = cpu::CpuDevice().compile(spec);
+    kernel_ = cpu::CpuDevice("cpu:0", {}, precision).compile(spec);
   }
+
+  std::string implementation() const { return kernel_->implementation(); }
 
   Tensor run(const std::vector<Tensor>& inputs) {
     std::vector<ValueInfo> infos;
@@ -943,6 +949,169 @@ TEST(Linalg, PoolInference) {
   EXPECT_THROW(infer_op("AveragePool", {{DType::kInt64, {1, 1, 4, 4}}},
                         {{"kernel_shape", std::vector<int64_t>{2, 2}}}),
                InputError);
+}
+
+// ---- lower precision (`tandem run --precision`) ---------------------------------------------
+
+// ||actual - expected|| / ||expected||: the error measure `tandem run --precision` reports.
+double relative_error(const Tensor& actual, const Tensor& expected) {
+  const std::optional<Deviation> d = deviation(actual, expected);
+  EXPECT_TRUE(d.has_value());
+  return d ? d->relative_error : 1.0;
+}
+
+bool ran_in(const KernelHarness& kernel, const char* precision) {
+  return kernel.implementation().find(std::string("[") + precision + "]") != std::string::npos;
+}
+
+// bf16 keeps 8 bits of mantissa: products over k = 64..512 terms land within 1% in the L2 sense
+// (0.2-0.5% measured), and not exactly (they did compute in bf16).
+TEST(LinalgPrecision, Bf16MatMulWithConstantAndComputedWeights) {
+  const Tensor a = random_f32({2, 7, 256}, 1), w = random_f32({256, 48}, 2);
+  KernelHarness packed("MatMul", {type_of(a), type_of(w)}, {Tensor(), w}, {},
+                       MatrixPrecision::kBFloat16);
+  EXPECT_TRUE(ran_in(packed, "bf16")) << packed.implementation();
+  const Tensor expected = reference_matmul<float>(a, w);
+  const double error = relative_error(packed.run({a, w}), expected);
+  EXPECT_GT(error, 1e-6);
+  EXPECT_LT(error, 1e-2);
+  // Attention's product: both operands computed, batched.
+  const Tensor q = random_f32({2, 3, 5, 64}, 3), k = random_f32({2, 3, 64, 5}, 4);
+  KernelHarness computed("MatMul", {type_of(q), type_of(k)}, {}, {}, MatrixPrecision::kBFloat16);
+  const double batched = relative_error(computed.run({q, k}), reference_matmul<float>(q, k));
+  EXPECT_TRUE(ran_in(computed, "bf16")) << computed.implementation();
+  EXPECT_GT(batched, 1e-6);
+  EXPECT_LT(batched, 1e-2);
+}
+
+TEST(LinalgPrecision, Bf16GemmTransposedScaledWithBias) {
+  const Tensor a = random_f32({96, 6}, 5), b = random_f32({40, 96}, 6), c = random_f32({40}, 7);
+  for (const bool constant : {false, true}) {
+    SCOPED_TRACE(constant ? "constant weights" : "computed weights");
+    const Attrs attrs{
+        {"transA", int64_t{1}}, {"transB", int64_t{1}}, {"alpha", 0.5f}, {"beta", 2.0f}};
+    KernelHarness gemm("Gemm", {type_of(a), type_of(b), type_of(c)},
+                       {Tensor(), constant ? b : Tensor()}, attrs, MatrixPrecision::kBFloat16);
+    const double error =
+        relative_error(gemm.run({a, b, c}), reference_gemm(a, b, c, true, true, 0.5f, 2.0f));
+    EXPECT_TRUE(ran_in(gemm, "bf16")) << gemm.implementation();
+    EXPECT_LT(error, 1e-2);
+  }
+}
+
+TEST(LinalgPrecision, Bf16ConvWithResidualAndActivation) {
+  const Tensor x = random_f32({2, 16, 12, 12}, 8), w = random_f32({24, 16, 3, 3}, 9),
+               b = random_f32({24}, 10);
+  Tensor expected = reference_conv(x, w, b, {{1, 1}, {1, 1}, {1, 1}, 1, {12, 12}});
+  const Tensor residual = random_f32(expected.shape(), 11);
+  for (int64_t i = 0; i < expected.numel(); ++i)
+    expected.data<float>()[i] += residual.data<float>()[i];
+  expected = apply_activation(expected, "Relu");
+  const Attrs attrs{{"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                    {"activation", std::string("Relu")}};
+  KernelHarness conv("Conv", {type_of(x), type_of(w), type_of(b), type_of(residual)},
+                     {Tensor(), w, b}, attrs, MatrixPrecision::kBFloat16);
+  const double error = relative_error(conv.run({x, w, b, residual}), expected);
+  EXPECT_TRUE(ran_in(conv, "bf16")) << conv.implementation();
+  EXPECT_GT(error, 1e-6);
+  EXPECT_LT(error, 1e-2);
+}
+
+// Integers that int8 holds exactly: the activation spans [-100, 155] (scale 1, zero point 100)
+// and every weight column reaches the quantized range's edge (scale 1). The product, its zero
+// point taken out, must then equal float32's to the last bit: the algebra of scales, zero point
+// and column sums is right, not merely close.
+TEST(LinalgPrecision, Int8MatMulIsExactOnIntegersItCanHold) {
+  const int levels = cpu::cpu_has_int8_dot_product() ? 127 : 63;
+  std::mt19937 rng(12);
+  const int64_t k = 64, n = 40;
+  Tensor a = Tensor::allocate(DType::kFloat32, {3, 5, k});
+  for (int64_t i = 0; i < a.numel(); ++i)
+    a.data<float>()[i] = static_cast<float>(static_cast<int>(rng() % 256) - 100);
+  a.data<float>()[0] = -100;
+  a.data<float>()[1] = 155;
+  Tensor w = Tensor::allocate(DType::kFloat32, {k, n});
+  for (int64_t i = 0; i < w.numel(); ++i)
+    w.data<float>()[i] = static_cast<float>(static_cast<int>(rng() % (2 * levels + 1)) - levels);
+  for (int64_t j = 0; j < n; ++j) w.data<float>()[(j % k) * n + j] = j % 2 ? levels : -levels;
+  KernelHarness kernel("MatMul", {type_of(a), type_of(w)}, {Tensor(), w}, {},
+                       MatrixPrecision::kInt8);
+  EXPECT_TRUE(ran_in(kernel, "int8")) << kernel.implementation();
+  expect_equal(kernel.run({a, w}), reference_matmul<float>(a, w));
+}
+
+// Random data: 8-bit activations and weights keep a product over k = 256 within a few percent.
+TEST(LinalgPrecision, Int8GemmTransposedScaledWithBiasAndActivation) {
+  const Tensor a = random_f32({33, 256}, 13), b = random_f32({48, 256}, 14),
+               c = random_f32({1, 48}, 15);
+  const Attrs attrs{
+      {"transB", int64_t{1}}, {"alpha", 0.5f}, {"beta", 2.0f}, {"activation", std::string("Relu")}};
+  KernelHarness gemm("Gemm", {type_of(a), type_of(b), type_of(c)}, {Tensor(), b, c}, attrs,
+                     MatrixPrecision::kInt8);
+  EXPECT_TRUE(ran_in(gemm, "int8")) << gemm.implementation();
+  const Tensor expected =
+      apply_activation(reference_gemm(a, b, c, false, true, 0.5f, 2.0f), "Relu");
+  const double error = relative_error(gemm.run({a, b, c}), expected);
+  EXPECT_GT(error, 1e-6);
+  EXPECT_LT(error, 3e-2);
+  // Rows change between runs (a dynamic batch): the primitive is rebuilt, the weights kept.
+  const Tensor fewer = random_f32({5, 256}, 16);
+  EXPECT_LT(relative_error(
+                gemm.run({fewer, b, c}),
+                apply_activation(reference_gemm(fewer, b, c, false, true, 0.5f, 2.0f), "Relu")),
+            3e-2);
+  // An all-zero activation leaves the bias alone.
+  const Tensor zeros = Tensor::zeros(DType::kFloat32, {2, 256});
+  expect_close(gemm.run({zeros, b, c}),
+               apply_activation(reference_gemm(zeros, b, c, false, true, 0.5f, 2.0f), "Relu"), 1e-6,
+               1e-6);
+}
+
+// What does not qualify stays float32, exactly as without --precision: weights computed at run
+// time (attention), a transposed A, a C that is a whole matrix.
+TEST(LinalgPrecision, Int8LeavesWhatDoesNotQualifyInFloat32) {
+  const Tensor q = random_f32({2, 5, 64}, 17), k = random_f32({2, 64, 5}, 18);
+  KernelHarness attention("MatMul", {type_of(q), type_of(k)}, {}, {}, MatrixPrecision::kInt8);
+  expect_close(attention.run({q, k}), reference_matmul<float>(q, k), 1e-4, 1e-5);
+  EXPECT_FALSE(ran_in(attention, "int8")) << attention.implementation();
+  const Tensor a = random_f32({64, 6}, 19), b = random_f32({64, 8}, 20), c = random_f32({6, 8}, 21);
+  KernelHarness transposed("Gemm", {type_of(a), type_of(b)}, {Tensor(), b},
+                           {{"transA", int64_t{1}}}, MatrixPrecision::kInt8);
+  expect_close(transposed.run({a, b}), reference_gemm(a, b, Tensor(), true, false, 1, 1), 1e-4,
+               1e-5);
+  EXPECT_FALSE(ran_in(transposed, "int8")) << transposed.implementation();
+  const Tensor a2 = random_f32({6, 64}, 22);
+  KernelHarness matrix_c("Gemm", {type_of(a2), type_of(b), type_of(c)}, {Tensor(), b, c}, {},
+                         MatrixPrecision::kInt8);
+  expect_close(matrix_c.run({a2, b, c}), reference_gemm(a2, b, c, false, false, 1, 1), 1e-4, 1e-5);
+  EXPECT_FALSE(ran_in(matrix_c, "int8")) << matrix_c.implementation();
+}
+
+TEST(LinalgPrecision, Int8RefusesAnInfiniteActivationByName) {
+  const Tensor w = random_f32({16, 4}, 23);
+  Tensor a = random_f32({2, 16}, 24);
+  a.data<float>()[3] = std::numeric_limits<float>::infinity();
+  KernelHarness kernel("MatMul", {type_of(a), type_of(w)}, {Tensor(), w}, {},
+                       MatrixPrecision::kInt8);
+  try {
+    kernel.run({a, w});
+    FAIL() << "an infinite activation was quantized";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("infinity"), std::string::npos) << e.what();
+  }
+}
+
+TEST(LinalgPrecision, DeviationMeasuresErrorAndTopOne) {
+  const Tensor reference = f32({2, 3}, {1, 3, 2, 0, 0, 4});
+  const Tensor close = f32({2, 3}, {1, 2.9f, 3.1f, 0, 0, 4});
+  const std::optional<Deviation> d = deviation(close, reference);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_NEAR(d->max_abs_error, 1.1, 1e-6);
+  EXPECT_NEAR(d->relative_error, std::sqrt(0.01 + 1.21) / std::sqrt(30.0), 1e-6);
+  EXPECT_EQ(d->rows, 2);
+  EXPECT_EQ(d->same_argmax, 1);  // row 0 now picks class 2
+  EXPECT_FALSE(deviation(close, f32({6}, {1, 3, 2, 0, 0, 4})).has_value());
+  EXPECT_FALSE(deviation(i64({1}, {1}), i64({1}, {1})).has_value());
 }
 
 }  // namespace

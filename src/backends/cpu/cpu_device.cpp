@@ -38,9 +38,11 @@ std::optional<Graph> CpuDevice::specialise(const Graph& graph) const {
   return with_channels_last_conv_chains(graph);
 }
 
-std::unique_ptr<Kernel> CpuDevice::compile(const KernelSpec& spec) {
-  const KernelFactory* factory = KernelRegistry::instance().find(spec.node.op_type);
-  if (!factory) throw InputError(spec.node.label() + ": no CPU kernel for this op");
+std::unique_ptr<Kernel> CpuDevice::compile(const KernelSpec& given) {
+  const KernelFactory* factory = KernelRegistry::instance().find(given.node.op_type);
+  if (!factory) throw InputError(given.node.label() + ": no CPU kernel for this op");
+  KernelSpec spec = given;
+  spec.precision = precision_;
   if (cores_.empty()) return (*factory)(spec);
   // oneDNN fixes a primitive's thread count when it is created: create it for this device's
   // cores, whichever thread compiles it (the multi-device runtime compiles on its caller's).

@@ -8,13 +8,16 @@
 namespace tandem::cpu {
 
 // The host CPU as an eager device: runs every op in the CPU kernel registry. Several of them
-// can share one CPU, each on its own cores (`cores`: CPU ids; empty = all of them).
+// can share one CPU, each on its own cores (`cores`: CPU ids; empty = all of them). Its matrix
+// products compute in `precision` where they can (MatrixPrecision); everything else in float32.
 class CpuDevice final : public Device {
  public:
-  explicit CpuDevice(std::string name = "cpu:0", std::vector<int> cores = {})
-      : name_(std::move(name)), cores_(std::move(cores)) {}
+  explicit CpuDevice(std::string name = "cpu:0", std::vector<int> cores = {},
+                     MatrixPrecision precision = MatrixPrecision::kFloat32)
+      : name_(std::move(name)), cores_(std::move(cores)), precision_(precision) {}
   std::string name() const override { return name_; }
   const std::vector<int>& cores() const { return cores_; }
+  MatrixPrecision precision() const { return precision_; }
   // Pins the calling thread to the device's cores and gives its OpenMP regions (our kernels
   // and oneDNN's) one thread per core. OpenMP thread counts are per thread: call it first in
   // every thread that runs this device's kernels.
@@ -31,7 +34,12 @@ class CpuDevice final : public Device {
  private:
   std::string name_;
   std::vector<int> cores_;
+  MatrixPrecision precision_;
 };
+
+// "" where oneDNN runs matrix products in `precision` on this CPU's own instructions, else why
+// not (bf16 without AVX512_BF16 or AMX is emulated, slower than fp32).
+std::string precision_refusal(MatrixPrecision precision);
 
 // Why no CPU kernel runs `node` (op, element type), or "" when one does.
 std::string refusal(const Node& node, const Graph& graph);

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "backends/cpu/cpu_device.h"
 #include "backends/cpu/kernel_registry.h"
 #include "backends/cpu/linalg_dnnl.h"
 
@@ -50,8 +51,24 @@ void execute_reorder(const dnnl::reorder& reorder, const dnnl::memory& from,
 
 dnnl::memory::dims to_dims(const Shape& shape) { return {shape.begin(), shape.end()}; }
 
-dnnl::memory::desc plain_desc(const dnnl::memory::dims& dims) {
-  return {dims, dnnl::memory::data_type::f32, contiguous_strides(Shape(dims.begin(), dims.end()))};
+dnnl::memory::desc plain_desc(const dnnl::memory::dims& dims, dnnl::memory::data_type type) {
+  return {dims, type, contiguous_strides(Shape(dims.begin(), dims.end()))};
+}
+
+std::string precision_refusal(MatrixPrecision precision) {
+  if (precision != MatrixPrecision::kBFloat16) return "";
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+  if ((isa & bf16) == bf16) return "";
+  return "this CPU has no bf16 instructions oneDNN uses (AVX512_BF16 or AMX); emulated, bf16 "
+         "runs slower than fp32";
+}
+
+bool cpu_has_int8_dot_product() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto vnni = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_vnni);
+  const auto avx2_vnni = static_cast<unsigned>(dnnl::cpu_isa::avx2_vnni);
+  return (isa & vnni) == vnni || (isa & avx2_vnni) == avx2_vnni;
 }
 
 dnnl::memory reorder_to(const dnnl::memory::desc& wanted, const dnnl::memory::desc& user,

@@ -46,7 +46,10 @@ size_t aligned(size_t bytes) { return (bytes + 63) / 64 * 64; }
 class ConvKernel final : public Kernel {
  public:
   ConvKernel(const KernelSpec& spec, bool transposed)
-      : node_(spec.node), transposed_(transposed), activation_(spec.node) {
+      : node_(spec.node),
+        transposed_(transposed),
+        bf16_(spec.precision == MatrixPrecision::kBFloat16),
+        activation_(spec.node) {
     if (spec.input_types[0].dtype != DType::kFloat32) {
       throw InputError(node_.label() + ": the CPU runs " + node_.op_type + " in float32 only");
     }
@@ -205,8 +208,11 @@ class ConvKernel final : public Kernel {
     depthwise_ = nchw ? depthwise_window(p, x) : std::nullopt;
     implementation_ = depthwise_ ? "tandem depthwise NCHW" : "";
     if (depthwise_) return;
-    const auto any = [](const memory::dims& dims) {
-      return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
+    // In bf16 the source and weights are converted on their way in (with the reorders a blocked
+    // layout takes anyway); the destination stays float32.
+    const memory::data_type computed = bf16_ ? memory::data_type::bf16 : memory::data_type::f32;
+    const auto any = [](const memory::dims& dims, memory::data_type type) {
+      return memory::desc(dims, type, memory::format_tag::any);
     };
     const memory::desc src_plain = plain_desc(p.src), dst_plain = plain_desc(p.dst);
     // How the tensors are laid out in memory: NCHW, or channels-last where the CPU keeps a
@@ -220,7 +226,7 @@ class ConvKernel final : public Kernel {
     const memory::desc dst_user = user_desc(kDstLayoutAttribute, p.dst);
     const memory::desc residual_user = user_desc(kResidualLayoutAttribute, p.dst);
     // Plain NCHW only where both sides are: a channels-last side is what oneDNN computes in.
-    const bool plain = src_user == src_plain && dst_user == dst_plain &&
+    const bool plain = !bf16_ && src_user == src_plain && dst_user == dst_plain &&
                        prefer_plain_layout(x[1], p.group, product(p.weights, p.group > 1 ? 3 : 2),
                                            product(p.dst, 2));
     const memory::desc bias_md = has_bias ? plain_desc({p.dst[1]}) : memory::desc();
@@ -229,27 +235,27 @@ class ConvKernel final : public Kernel {
     if (has_residual) post_ops.append_sum(1);
     activation_.append_to(post_ops);
     attr.set_post_ops(post_ops);
-    const memory::desc src_md = plain ? src_plain : any(p.src);
-    const memory::desc dst_md = plain ? dst_plain : any(p.dst);
+    const memory::desc src_md = plain ? src_plain : any(p.src, computed);
+    const memory::desc dst_md = plain ? dst_plain : any(p.dst, memory::data_type::f32);
     const auto& engine = dnnl_engine();
     memory::desc src_chosen, dst_chosen;
     if (transposed_) {
       const dnnl::deconvolution_forward::desc desc(
           dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, src_md,
-          any(p.weights), bias_md, dst_md, p.strides, p.dilates, p.pad_begin, p.pad_end);
+          any(p.weights, computed), bias_md, dst_md, p.strides, p.dilates, p.pad_begin, p.pad_end);
       const dnnl::deconvolution_forward::primitive_desc pd(desc, attr, engine);
       primitive_ = dnnl::deconvolution_forward(pd);
-      implementation_ = std::string("oneDNN ") + pd.impl_info_str();
+      implementation_ = std::string("oneDNN ") + pd.impl_info_str() + (bf16_ ? " [bf16]" : "");
       src_chosen = pd.src_desc();
       dst_chosen = pd.dst_desc();
       weights_desc_ = pd.weights_desc();
     } else {
       const dnnl::convolution_forward::desc desc(
           dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md,
-          any(p.weights), bias_md, dst_md, p.strides, p.dilates, p.pad_begin, p.pad_end);
+          any(p.weights, computed), bias_md, dst_md, p.strides, p.dilates, p.pad_begin, p.pad_end);
       const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
       primitive_ = dnnl::convolution_forward(pd);
-      implementation_ = std::string("oneDNN ") + pd.impl_info_str();
+      implementation_ = std::string("oneDNN ") + pd.impl_info_str() + (bf16_ ? " [bf16]" : "");
       src_chosen = pd.src_desc();
       dst_chosen = pd.dst_desc();
       weights_desc_ = pd.weights_desc();
@@ -316,6 +322,7 @@ class ConvKernel final : public Kernel {
 
   const Node& node_;
   const bool transposed_;
+  const bool bf16_;
   FusedActivation activation_;
   Tensor constant_weights_;
   mutable std::mutex mutex_;

@@ -26,8 +26,9 @@ dnnl::reorder make_reorder(const dnnl::memory& from, const dnnl::memory& to);
 void execute_reorder(const dnnl::reorder& reorder, const dnnl::memory& from,
                      const dnnl::memory& to);
 
-// A row-major float32 memory descriptor of these dims.
-dnnl::memory::desc plain_desc(const dnnl::memory::dims& dims);
+// A row-major memory descriptor of these dims (float32 unless told).
+dnnl::memory::desc plain_desc(const dnnl::memory::dims& dims,
+                              dnnl::memory::data_type type = dnnl::memory::data_type::f32);
 dnnl::memory::dims to_dims(const Shape& shape);
 
 // `data` laid out as `wanted`: the user's memory itself when the layouts agree, else a copy
@@ -87,6 +88,14 @@ struct DepthwiseArgs {
 // Depthwise convolution (group = channels, one output per channel) on NCHW.
 bool depthwise_loop_supports(const Window2d& window);
 void depthwise_conv_nchw(const DepthwiseArgs& args);
+
+// Whether int8 products accumulate without saturating (VNNI); without it weights keep 7 bits.
+bool cpu_has_int8_dot_product();
+
+// MatMul or Gemm in dynamic int8 (`--precision int8`): constant 2-D weights quantized once per
+// output column, the activation per run. nullptr where the product does not qualify
+// (non-constant weights, a transposed A, a bias that is not a row vector): it stays float32.
+std::unique_ptr<Kernel> make_dynamic_int8_matmul(const KernelSpec& spec);
 
 std::unique_ptr<Kernel> make_matmul_kernel(const KernelSpec& spec);
 std::unique_ptr<Kernel> make_gemm_kernel(const KernelSpec& spec);

@@ -111,6 +111,32 @@ class PackedWeights {
   std::optional<memory> packed_;
 };
 
+// In bf16 (`--precision bf16`) a product's float32 operands are converted on every run into
+// bf16 copies the primitive reads; constant weights are converted once, when packed.
+class Bf16Operand {
+ public:
+  // `user`: the operand as it lies in memory; `computed`: the bf16 layout the primitive reads.
+  void build(const memory::desc& user, const memory::desc& computed) {
+    user_ = memory(user, dnnl_engine(), nullptr);
+    computed_ = memory(computed, dnnl_engine(), nullptr);
+    convert_ = make_reorder(user_, computed_);
+  }
+  size_t bytes() const { return convert_ ? (computed_.get_desc().get_size() + 63) / 64 * 64 : 0; }
+  // The bf16 copy of `data`, written into `scratch` (bytes() of it).
+  const memory& convert(const void* data, void* scratch) {
+    user_.set_data_handle(const_cast<void*>(data));
+    computed_.set_data_handle(scratch);
+    execute_reorder(*convert_, user_, computed_);
+    return computed_;
+  }
+
+ private:
+  memory user_, computed_;
+  std::optional<dnnl::reorder> convert_;
+};
+
+std::string precision_suffix(bool bf16) { return bf16 ? " [bf16]" : ""; }
+
 Tensor constant_input(const KernelSpec& spec, size_t index) {
   return spec.constant_inputs.size() > index && spec.constant_inputs[index]
              ? *spec.constant_inputs[index]
@@ -129,12 +155,16 @@ class MatMulKernel final : public Kernel {
  public:
   std::string implementation() const override {
     std::lock_guard lock(mutex_);
-    return primitive_desc_.get(true) ? std::string("oneDNN ") + primitive_desc_.impl_info_str()
-                                     : "";
+    return primitive_desc_.get(true)
+               ? std::string("oneDNN ") + primitive_desc_.impl_info_str() + precision_suffix(bf16_)
+               : "";
   }
 
   explicit MatMulKernel(const KernelSpec& spec)
-      : node_(spec.node), activation_(spec.node), weights_(constant_input(spec, 1)) {
+      : node_(spec.node),
+        activation_(spec.node),
+        weights_(constant_input(spec, 1)),
+        bf16_(spec.precision == MatrixPrecision::kBFloat16) {
     if (spec.input_types[0].dtype == DType::kFloat32 && buildable_ahead(spec)) {
       build(spec.input_types[0].shape, spec.input_types[1].shape);
     }
@@ -158,16 +188,21 @@ class MatMulKernel final : public Kernel {
     }
     std::lock_guard lock(mutex_);
     if (a.shape() != a_shape_ || b.shape() != b_shape_) build(a.shape(), b.shape());
+    char* scratch =
+        bf16_ ? static_cast<char*>(thread_scratch(src_bf16_.bytes() + b_bf16_.bytes())) : nullptr;
     src_.set_data_handle(a.raw());
+    const memory& src = bf16_ ? src_bf16_.convert(a.raw(), scratch) : src_;
     dst_.set_data_handle(out.raw());
     const memory* weights = &weights_user_;
     if (weights_.available()) {
       weights = &weights_.get(primitive_desc_.weights_desc(), weights_user_.get_desc());
+    } else if (bf16_) {
+      weights = &b_bf16_.convert(b.raw(), scratch + src_bf16_.bytes());
     } else {
       weights_user_.set_data_handle(b.raw());
     }
     execute_primitive(primitive_,
-                      {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, *weights}, {DNNL_ARG_DST, dst_}});
+                      {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, *weights}, {DNNL_ARG_DST, dst_}});
     dnnl_stream().wait();
   }
 
@@ -175,19 +210,25 @@ class MatMulKernel final : public Kernel {
   void build(const Shape& a, const Shape& b) {
     if (a.back() == 0 || static_cast<int64_t>(std::max(a.size(), b.size())) > kMaxDnnlRank) return;
     const MatMulDims dims = matmul_dims(a, b);
+    const memory::data_type computed = bf16_ ? memory::data_type::bf16 : memory::data_type::f32;
     const memory::desc weights_user = plain_desc(dims.weights);
     // Constant 2-D weights may take whatever layout the primitive runs fastest with.
     const bool pack = weights_.available() && dims.weights.size() == 2;
     const memory::desc weights_md =
-        pack ? memory::desc(dims.weights, memory::data_type::f32, memory::format_tag::any)
-             : weights_user;
+        pack ? memory::desc(dims.weights, computed, memory::format_tag::any)
+             : plain_desc(dims.weights, computed);
     dnnl::primitive_attr attr;
     dnnl::post_ops post_ops;
     activation_.append_to(post_ops);
     attr.set_post_ops(post_ops);
-    const dnnl::matmul::desc desc(plain_desc(dims.src), weights_md, plain_desc(dims.dst));
+    const memory::desc src_md = plain_desc(dims.src, computed);
+    const dnnl::matmul::desc desc(src_md, weights_md, plain_desc(dims.dst));
     primitive_desc_ = create_matmul(node_, desc, attr);
     primitive_ = dnnl::matmul(primitive_desc_);
+    if (bf16_) {
+      src_bf16_.build(plain_desc(dims.src), src_md);
+      if (!weights_.available()) b_bf16_.build(weights_user, weights_md);
+    }
     src_ = memory(plain_desc(dims.src), dnnl_engine(), nullptr);
     dst_ = memory(plain_desc(dims.dst), dnnl_engine(), nullptr);
     weights_user_ = memory(weights_user, dnnl_engine(), nullptr);
@@ -199,6 +240,8 @@ class MatMulKernel final : public Kernel {
   const Node& node_;
   FusedActivation activation_;
   PackedWeights weights_;
+  const bool bf16_;
+  Bf16Operand src_bf16_, b_bf16_;
   mutable std::mutex mutex_;
   Shape a_shape_, b_shape_;
   dnnl::matmul::primitive_desc primitive_desc_;
@@ -266,15 +309,17 @@ class GemmKernel final : public Kernel {
  public:
   std::string implementation() const override {
     std::lock_guard lock(mutex_);
-    return primitive_desc_.get(true) ? std::string("oneDNN ") + primitive_desc_.impl_info_str()
-                                     : "";
+    return primitive_desc_.get(true)
+               ? std::string("oneDNN ") + primitive_desc_.impl_info_str() + precision_suffix(bf16_)
+               : "";
   }
 
   explicit GemmKernel(const KernelSpec& spec)
       : node_(spec.node),
         params_(spec.node),
         activation_(spec.node),
-        weights_(constant_input(spec, 1)) {
+        weights_(constant_input(spec, 1)),
+        bf16_(spec.precision == MatrixPrecision::kBFloat16) {
     const bool has_c =
         spec.input_types.size() > 2 && spec.input_types[2].dtype != DType::kUndefined;
     if (spec.input_types[0].dtype == DType::kFloat32 && buildable_ahead(spec)) {
@@ -304,17 +349,22 @@ class GemmKernel final : public Kernel {
         (c.defined() && c.shape() != c_shape_)) {
       build(a.shape(), b.shape(), c.defined() ? c.shape() : Shape{}, c.defined());
     }
+    char* scratch =
+        bf16_ ? static_cast<char*>(thread_scratch(src_bf16_.bytes() + b_bf16_.bytes())) : nullptr;
     src_.set_data_handle(a.raw());
+    const memory& src = bf16_ ? src_bf16_.convert(a.raw(), scratch) : src_;
     dst_.set_data_handle(out.raw());
     if (c_mode_ == CMode::kAccumulate) fill_broadcast(c, out);
     const memory* weights = &weights_user_;
     if (weights_.available()) {
       weights = &weights_.get(primitive_desc_.weights_desc(), weights_user_.get_desc());
+    } else if (bf16_) {
+      weights = &b_bf16_.convert(b.raw(), scratch + src_bf16_.bytes());
     } else {
       weights_user_.set_data_handle(b.raw());
     }
     std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, *weights}, {DNNL_ARG_DST, dst_}};
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, *weights}, {DNNL_ARG_DST, dst_}};
     if (c_mode_ == CMode::kBias) {
       bias_.set_data_handle(c.raw());
       args.emplace(DNNL_ARG_BIAS, bias_);
@@ -346,9 +396,12 @@ class GemmKernel final : public Kernel {
                               params_.trans_a ? memory::dims{1, m} : memory::dims{k, 1});
     const memory::desc weights_user({k, n}, memory::data_type::f32,
                                     params_.trans_b ? memory::dims{1, k} : memory::dims{n, 1});
-    const memory::desc weights_md =
-        weights_.available() ? memory::desc({k, n}, memory::data_type::f32, memory::format_tag::any)
-                             : weights_user;
+    const memory::data_type computed = bf16_ ? memory::data_type::bf16 : memory::data_type::f32;
+    const memory::desc weights_md = weights_.available()
+                                        ? memory::desc({k, n}, computed, memory::format_tag::any)
+                                    : bf16_ ? plain_desc({k, n}, computed)
+                                            : weights_user;
+    const memory::desc src_computed = bf16_ ? plain_desc({m, k}, computed) : src_md;
     const memory::desc dst_md = plain_desc({m, n});
     c_mode_ = CMode::kNone;
     if (has_c && params_.beta != 0) {
@@ -363,9 +416,13 @@ class GemmKernel final : public Kernel {
     activation_.append_to(post_ops);
     attr.set_post_ops(post_ops);
     const memory::desc bias_md = c_mode_ == CMode::kBias ? plain_desc({1, n}) : memory::desc();
-    const dnnl::matmul::desc desc(src_md, weights_md, bias_md, dst_md);
+    const dnnl::matmul::desc desc(src_computed, weights_md, bias_md, dst_md);
     primitive_desc_ = create_matmul(node_, desc, attr);
     primitive_ = dnnl::matmul(primitive_desc_);
+    if (bf16_) {
+      src_bf16_.build(src_md, src_computed);
+      if (!weights_.available()) b_bf16_.build(weights_user, weights_md);
+    }
     src_ = memory(src_md, dnnl_engine(), nullptr);
     dst_ = memory(dst_md, dnnl_engine(), nullptr);
     weights_user_ = memory(weights_user, dnnl_engine(), nullptr);
@@ -382,6 +439,8 @@ class GemmKernel final : public Kernel {
   GemmParams params_;
   FusedActivation activation_;
   PackedWeights weights_;
+  const bool bf16_;
+  Bf16Operand src_bf16_, b_bf16_;
   mutable std::mutex mutex_;
   bool built_ = false, has_c_ = false;
   CMode c_mode_ = CMode::kNone;
@@ -394,10 +453,16 @@ class GemmKernel final : public Kernel {
 }  // namespace
 
 std::unique_ptr<Kernel> make_gemm_kernel(const KernelSpec& spec) {
+  if (spec.precision == MatrixPrecision::kInt8) {
+    if (auto kernel = make_dynamic_int8_matmul(spec)) return kernel;
+  }
   return std::make_unique<GemmKernel>(spec);
 }
 
 std::unique_ptr<Kernel> make_matmul_kernel(const KernelSpec& spec) {
+  if (spec.precision == MatrixPrecision::kInt8) {
+    if (auto kernel = make_dynamic_int8_matmul(spec)) return kernel;
+  }
   return std::make_unique<MatMulKernel>(spec);
 }
 
