@@ -202,16 +202,40 @@ std::pair<int, int> count_lowered(const GraphExecutor& executor, MatrixPrecision
   return {products, lowered};
 }
 
-// One device: the graph executor on this machine's CPU, its matrix products in `precision`.
+// Sets each output of `report` beside the same output computed in float32.
+void compare_with_fp32(const std::vector<Tensor>& fp32_outputs, RunReport& report) {
+  for (size_t i = 0; i < report.outputs.size() && i < fp32_outputs.size(); ++i) {
+    const auto& [name, lower] = report.outputs[i];
+    const Tensor& reference = fp32_outputs[i];
+    if (const auto d = deviation(lower, reference)) {
+      report.precision->outputs.emplace_back(name, *d);
+    } else if (lower.shape() != reference.shape()) {
+      report.precision->not_compared.emplace_back(
+          name, "shape " + shape_str(lower.shape()) + " against " + shape_str(reference.shape()) +
+                    " in fp32");
+    } else {
+      report.precision->not_compared.emplace_back(
+          name, "no error measure for " + std::string(dtype_name(lower.dtype())));
+    }
+  }
+}
+
+// One device: the graph executor on this machine's CPU, its matrix products in `precision`. In a
+// lower precision the model also runs in float32, alternating run by run with the other so that
+// the machine's noise hits both alike, for the speed-up and the outputs' error.
 RunReport run_on_cpu(const RunOptions& options, const RunSchedule& schedule, const Graph& graph,
                      const std::vector<Tensor>& inputs, MatrixPrecision precision) {
   cpu::CpuDevice device("cpu:0", {}, precision);
   GraphExecutor executor(graph, device);
   RunReport report;
+  std::optional<cpu::CpuDevice> fp32_device;
+  std::optional<GraphExecutor> fp32_executor;
   if (precision != MatrixPrecision::kFloat32) {
     PrecisionFigures figures;
     figures.precision = matrix_precision_name(precision);
     report.precision = figures;
+    fp32_device.emplace("cpu:0 (fp32)");
+    fp32_executor.emplace(graph, *fp32_device);
   }
   if (options.verbose) {
     std::fprintf(stderr,
@@ -238,12 +262,20 @@ RunReport run_on_cpu(const RunOptions& options, const RunSchedule& schedule, con
       row.flops += node.cost.flops;
     });
   }
-  std::vector<Tensor> outputs;
+  std::vector<Tensor> outputs, fp32_outputs;
+  const auto seconds_since = [](std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   const TimedRuns runs = time_runs(schedule, [&](bool timed) {
+    if (fp32_executor) {
+      const auto start = std::chrono::steady_clock::now();
+      fp32_outputs = fp32_executor->run(inputs);
+      if (timed) report.precision->fp32_latencies_seconds.push_back(seconds_since(start));
+    }
     timing = timed;
     const auto start = std::chrono::steady_clock::now();
     outputs = executor.run(inputs);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return seconds_since(start);
   });
   if (options.verbose) say_kernels(executor, device.name());
   if (report.precision) {
@@ -262,23 +294,8 @@ RunReport run_on_cpu(const RunOptions& options, const RunSchedule& schedule, con
   }
   for (size_t i = 0; i < outputs.size(); ++i)
     report.outputs.push_back({graph.values[graph.outputs[i]].name, outputs[i]});
+  if (report.precision) compare_with_fp32(fp32_outputs, report);
   return report;
-}
-
-// Runs the model again in float32, timed as the lower-precision run was, and sets each float
-// output of `report` against float32's.
-void compare_with_fp32(const RunOptions& options, RunSchedule schedule, const Graph& graph,
-                       const std::vector<Tensor>& inputs, RunReport& report) {
-  RunOptions plain = options;
-  plain.profile = false;
-  plain.verbose = false;
-  if (schedule.progress) std::fprintf(stderr, "the same runs in fp32, for comparison\n");
-  const RunReport fp32 = run_on_cpu(plain, schedule, graph, inputs, MatrixPrecision::kFloat32);
-  report.precision->fp32_latencies_seconds = fp32.latencies_seconds;
-  for (size_t i = 0; i < report.outputs.size() && i < fp32.outputs.size(); ++i) {
-    if (const auto d = deviation(report.outputs[i].second, fp32.outputs[i].second))
-      report.precision->outputs.emplace_back(report.outputs[i].first, *d);
-  }
 }
 
 }  // namespace
@@ -318,7 +335,6 @@ int run_command(const RunOptions& given) {
   if (options.cluster.empty()) {
     const MatrixPrecision precision = *parse_matrix_precision(options.precision);
     report = run_on_cpu(options, schedule, graph, inputs, precision);
-    if (report.precision) compare_with_fp32(options, schedule, graph, inputs, report);
   } else {
     try {
       if (!ranks) {

@@ -249,6 +249,8 @@ std::string render_precision(const PrecisionFigures& figures, const LatencyStats
     }
     out += "\n";
   }
+  for (const auto& [name, why] : figures.not_compared)
+    out += "accuracy    " + name + ": not compared with fp32: " + why + "\n";
   return out;
 }
 
@@ -262,7 +264,11 @@ nlohmann::json precision_json(const PrecisionFigures& figures, const LatencyStat
                        {"rows", d.rows},
                        {"same_argmax", d.same_argmax}});
   }
+  nlohmann::json not_compared = nlohmann::json::array();
+  for (const auto& [name, why] : figures.not_compared)
+    not_compared.push_back({{"output", name}, {"reason", why}});
   return {{"name", figures.precision},
+          {"not_compared", not_compared},
           {"matrix_products", figures.products},
           {"lowered", figures.lowered},
           {"fp32_median_s", fp32},

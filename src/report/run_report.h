@@ -82,7 +82,10 @@ struct PrecisionFigures {
   int products = 0;                            // MatMul, Gemm, Conv and ConvTranspose nodes
   int lowered = 0;                             // of them, those that ran in `precision`
   std::vector<double> fp32_latencies_seconds;  // the float32 run's, timed as the other
-  std::vector<std::pair<std::string, Deviation>> outputs;  // each float output against float32
+  std::vector<std::pair<std::string, Deviation>> outputs;  // each output against float32
+  // Outputs that could not be set beside float32's, and why: a detector's data-dependent count of
+  // boxes may differ, for one.
+  std::vector<std::pair<std::string, std::string>> not_compared;
 };
 
 // What `tandem run` measured, on one device or a cluster: outputs, latency per run, memory,

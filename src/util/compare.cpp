@@ -122,11 +122,17 @@ std::optional<Deviation> deviation(const Tensor& actual, const Tensor& reference
   if (actual.dtype() != reference.dtype() || actual.shape() != reference.shape())
     return std::nullopt;
   const int64_t classes = actual.rank() > 0 ? actual.shape().back() : 1;
-  if (actual.dtype() == DType::kFloat32)
-    return deviation_of(actual.data<float>(), reference.data<float>(), actual.numel(), classes);
-  if (actual.dtype() == DType::kFloat64)
-    return deviation_of(actual.data<double>(), reference.data<double>(), actual.numel(), classes);
-  return std::nullopt;
+  switch (actual.dtype()) {
+    case DType::kFloat32:
+      return deviation_of(actual.data<float>(), reference.data<float>(), actual.numel(), classes);
+    case DType::kFloat64:
+      return deviation_of(actual.data<double>(), reference.data<double>(), actual.numel(), classes);
+    case DType::kInt64:
+      return deviation_of(actual.data<int64_t>(), reference.data<int64_t>(), actual.numel(), 1);
+    case DType::kInt32:
+      return deviation_of(actual.data<int32_t>(), reference.data<int32_t>(), actual.numel(), 1);
+    default: return std::nullopt;
+  }
 }
 
 }  // namespace tandem

@@ -42,7 +42,8 @@ struct Deviation {
   int64_t rows = 0;           // rows of the last axis, when it has at least two classes
   int64_t same_argmax = 0;
 };
-// Float outputs of the same shape only (float32 or float64); nullopt otherwise.
+// Outputs of the same shape and dtype: floats, and integers (read as numbers; no top-1 for
+// them); nullopt otherwise.
 std::optional<Deviation> deviation(const Tensor& actual, const Tensor& reference);
 
 // "logits: 3 of 40 elements differ; worst at [1, 7]: got 0.5, expected 0.25 (error 0.25, 100%

@@ -1110,8 +1110,13 @@ TEST(LinalgPrecision, DeviationMeasuresErrorAndTopOne) {
   EXPECT_NEAR(d->relative_error, std::sqrt(0.01 + 1.21) / std::sqrt(30.0), 1e-6);
   EXPECT_EQ(d->rows, 2);
   EXPECT_EQ(d->same_argmax, 1);  // row 0 now picks class 2
-  EXPECT_FALSE(deviation(close, f32({6}, {1, 3, 2, 0, 0, 4})).has_value());
-  EXPECT_FALSE(deviation(i64({1}, {1}), i64({1}, {1})).has_value());
+  EXPECT_FALSE(deviation(close, f32({6}, {1, 3, 2, 0, 0, 4})).has_value());  // another shape
+  // Integers are measured as numbers; their last axis is not read as classes.
+  const std::optional<Deviation> labels = deviation(i64({3}, {4, 7, 1}), i64({3}, {4, 5, 1}));
+  ASSERT_TRUE(labels.has_value());
+  EXPECT_EQ(labels->max_abs_error, 2);
+  EXPECT_EQ(labels->rows, 0);
+  EXPECT_FALSE(deviation(boolean({1}, {1}), boolean({1}, {1})).has_value());
 }
 
 }  // namespace
