@@ -28,7 +28,7 @@ struct ActivationQuantization {
 ActivationQuantization quantize_activation(const Node& node, const float* x, int64_t count,
                                            uint8_t* q) {
   float low = 0, high = 0;
-  constexpr int64_t kParallel = 1 << 16;
+  constexpr int64_t kParallel = 1 << 13;  // below this a thread team costs more than it saves
 #pragma omp parallel for simd reduction(min : low) reduction(max : high) if (count > kParallel)
   for (int64_t i = 0; i < count; ++i) {
     low = std::min(low, x[i]);
@@ -41,8 +41,10 @@ ActivationQuantization quantize_activation(const Node& node, const float* x, int
   const float inverse = 1.0f / scale, offset = static_cast<float>(zero_point) + 0.5f;
 #pragma omp parallel for simd if (count > kParallel)
   for (int64_t i = 0; i < count; ++i) {
-    // v >= 0.5 after the clamp, so truncation rounds half up.
-    const float v = std::clamp(x[i] * inverse + offset, 0.0f, 255.5f);
+    // Clamped so that a NaN becomes 0; v >= 0.5 after it, so truncation rounds half up.
+    float v = x[i] * inverse + offset;
+    v = v > 0.0f ? v : 0.0f;
+    v = v < 255.5f ? v : 255.5f;
     q[i] = static_cast<uint8_t>(static_cast<int>(v));
   }
   return {scale, zero_point};
