@@ -22,6 +22,14 @@ inline const char* matrix_precision_name(MatrixPrecision precision) {
   }
 }
 
+// What a kernel that computed in `precision` appends to its implementation() ("oneDNN
+// brg:avx512_core_bf16 [bf16]"), by which a run counts the products that did; "" for fp32.
+inline std::string precision_mark(MatrixPrecision precision) {
+  return precision == MatrixPrecision::kFloat32
+             ? ""
+             : std::string(" [") + matrix_precision_name(precision) + "]";
+}
+
 inline std::optional<MatrixPrecision> parse_matrix_precision(const std::string& name) {
   for (MatrixPrecision p :
        {MatrixPrecision::kFloat32, MatrixPrecision::kBFloat16, MatrixPrecision::kInt8}) {

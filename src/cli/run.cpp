@@ -190,9 +190,9 @@ bool is_matrix_product(const Node& node) {
 }
 
 // How many matrix products the executor has, and how many of them ran in a lower precision (their
-// kernels say so: "oneDNN brg:avx512_core_bf16 [bf16]").
+// kernels say so with precision_mark: "oneDNN brg:avx512_core_bf16 [bf16]").
 std::pair<int, int> count_lowered(const GraphExecutor& executor, MatrixPrecision precision) {
-  const std::string mark = std::string("[") + matrix_precision_name(precision) + "]";
+  const std::string mark = precision_mark(precision);
   int products = 0, lowered = 0;
   for (const auto& [node, implementation] : executor.kernel_implementations()) {
     if (!is_matrix_product(*node)) continue;

@@ -17,7 +17,6 @@ class CpuDevice final : public Device {
       : name_(std::move(name)), cores_(std::move(cores)), precision_(precision) {}
   std::string name() const override { return name_; }
   const std::vector<int>& cores() const { return cores_; }
-  MatrixPrecision precision() const { return precision_; }
   // Pins the calling thread to the device's cores and gives its OpenMP regions (our kernels
   // and oneDNN's) one thread per core. OpenMP thread counts are per thread: call it first in
   // every thread that runs this device's kernels.

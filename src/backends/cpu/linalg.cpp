@@ -64,6 +64,10 @@ std::string precision_refusal(MatrixPrecision precision) {
          "runs slower than fp32";
 }
 
+std::string computed_mark(bool bf16) {
+  return precision_mark(bf16 ? MatrixPrecision::kBFloat16 : MatrixPrecision::kFloat32);
+}
+
 bool cpu_has_int8_dot_product() {
   const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
   const auto vnni = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_vnni);

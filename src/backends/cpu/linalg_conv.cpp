@@ -245,7 +245,7 @@ class ConvKernel final : public Kernel {
           any(p.weights, computed), bias_md, dst_md, p.strides, p.dilates, p.pad_begin, p.pad_end);
       const dnnl::deconvolution_forward::primitive_desc pd(desc, attr, engine);
       primitive_ = dnnl::deconvolution_forward(pd);
-      implementation_ = std::string("oneDNN ") + pd.impl_info_str() + (bf16_ ? " [bf16]" : "");
+      implementation_ = std::string("oneDNN ") + pd.impl_info_str() + computed_mark(bf16_);
       src_chosen = pd.src_desc();
       dst_chosen = pd.dst_desc();
       weights_desc_ = pd.weights_desc();
@@ -255,7 +255,7 @@ class ConvKernel final : public Kernel {
           any(p.weights, computed), bias_md, dst_md, p.strides, p.dilates, p.pad_begin, p.pad_end);
       const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
       primitive_ = dnnl::convolution_forward(pd);
-      implementation_ = std::string("oneDNN ") + pd.impl_info_str() + (bf16_ ? " [bf16]" : "");
+      implementation_ = std::string("oneDNN ") + pd.impl_info_str() + computed_mark(bf16_);
       src_chosen = pd.src_desc();
       dst_chosen = pd.dst_desc();
       weights_desc_ = pd.weights_desc();

@@ -89,6 +89,10 @@ struct DepthwiseArgs {
 bool depthwise_loop_supports(const Window2d& window);
 void depthwise_conv_nchw(const DepthwiseArgs& args);
 
+// The mark a MatMul, Gemm or Conv kernel's implementation() carries for what it computed in:
+// bf16, or float32 (also where int8 was asked for and the product did not qualify).
+std::string computed_mark(bool bf16);
+
 // Whether int8 products accumulate without saturating (VNNI); without it weights keep 7 bits.
 bool cpu_has_int8_dot_product();
 

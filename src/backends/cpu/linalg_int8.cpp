@@ -98,9 +98,9 @@ class DynamicInt8MatMul final : public Kernel {
 
   std::string implementation() const override {
     std::lock_guard lock(mutex_);
-    return primitive_desc_.get(true)
-               ? std::string("oneDNN ") + primitive_desc_.impl_info_str() + " [int8]"
-               : "";
+    return primitive_desc_.get(true) ? std::string("oneDNN ") + primitive_desc_.impl_info_str() +
+                                           precision_mark(MatrixPrecision::kInt8)
+                                     : "";
   }
 
   void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) override {

@@ -135,8 +135,6 @@ class Bf16Operand {
   std::optional<dnnl::reorder> convert_;
 };
 
-std::string precision_suffix(bool bf16) { return bf16 ? " [bf16]" : ""; }
-
 Tensor constant_input(const KernelSpec& spec, size_t index) {
   return spec.constant_inputs.size() > index && spec.constant_inputs[index]
              ? *spec.constant_inputs[index]
@@ -156,7 +154,7 @@ class MatMulKernel final : public Kernel {
   std::string implementation() const override {
     std::lock_guard lock(mutex_);
     return primitive_desc_.get(true)
-               ? std::string("oneDNN ") + primitive_desc_.impl_info_str() + precision_suffix(bf16_)
+               ? std::string("oneDNN ") + primitive_desc_.impl_info_str() + computed_mark(bf16_)
                : "";
   }
 
@@ -310,7 +308,7 @@ class GemmKernel final : public Kernel {
   std::string implementation() const override {
     std::lock_guard lock(mutex_);
     return primitive_desc_.get(true)
-               ? std::string("oneDNN ") + primitive_desc_.impl_info_str() + precision_suffix(bf16_)
+               ? std::string("oneDNN ") + primitive_desc_.impl_info_str() + computed_mark(bf16_)
                : "";
   }
 
