@@ -71,7 +71,10 @@ std::string static_refusal(const Node& node, const Graph& graph) {
 void lower_node(LowerContext& context, const Node& node) {
   const std::string refusal = static_refusal(node, context.graph());
   if (!refusal.empty()) throw LoweringRefused(refusal);
-  rules().at(node.op_type)(context, node);
+  const Rule& rule = rules().at(node.op_type);
+  if (!rule.elementwise || !context.lower_channels_last(node, rule.lower)) {
+    rule.lower(context, node);
+  }
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     if (context.has_output(node, i)) context.value(node.outputs[i]);  // every output bound
   }
@@ -80,13 +83,18 @@ void lower_node(LowerContext& context, const Node& node) {
 }  // namespace
 
 LowerContext::LowerContext(HloBuilder& builder, const Graph& graph, bool text_only)
-    : builder_(builder), graph_(graph), values_(graph.values.size()), text_only_(text_only) {}
+    : builder_(builder),
+      graph_(graph),
+      values_(graph.values.size()),
+      channels_last_(graph.values.size()),
+      text_only_(text_only) {}
 
 bool LowerContext::has_input(const Node& node, size_t i) const {
   return i < node.inputs.size() && node.inputs[i] >= 0;
 }
 
 const TensorType& LowerContext::input_type(const Node& node, size_t i) const {
+  if (frame_.node == &node) return frame_.input_types.at(i);
   return graph_.values[static_cast<size_t>(node.inputs.at(i))].type;
 }
 
@@ -110,6 +118,7 @@ bool LowerContext::has_output(const Node& node, size_t i) const {
 }
 
 const TensorType& LowerContext::output_type(const Node& node, size_t i) const {
+  if (frame_.node == &node) return frame_.output_types.at(i);
   return graph_.values[static_cast<size_t>(node.outputs.at(i))].type;
 }
 
@@ -148,11 +157,128 @@ HloValue LowerContext::input(const Node& node, size_t i) {
   if (!has_input(node, i)) {
     throw LoweringRefused(node.op_type + " needs input " + std::to_string(i));
   }
+  if (frame_.node == &node) return *frame_.inputs.at(i);
   return value(node.inputs[i]);
+}
+
+namespace {
+
+// [0, 2, 3, ..., rank - 1, 1]: channels-first (ONNX) to channels-last.
+std::vector<int64_t> to_channels_last(size_t rank) {
+  std::vector<int64_t> permutation{0};
+  for (size_t axis = 2; axis < rank; ++axis) permutation.push_back(static_cast<int64_t>(axis));
+  permutation.push_back(1);
+  return permutation;
+}
+
+// [0, rank - 1, 1, 2, ..., rank - 2]: back to channels-first.
+std::vector<int64_t> to_channels_first(size_t rank) {
+  std::vector<int64_t> permutation{0, static_cast<int64_t>(rank) - 1};
+  for (size_t axis = 1; axis + 1 < rank; ++axis) permutation.push_back(static_cast<int64_t>(axis));
+  return permutation;
+}
+
+Shape permuted_shape(const Shape& shape, std::span<const int64_t> permutation) {
+  Shape result;
+  for (int64_t axis : permutation) result.push_back(shape[static_cast<size_t>(axis)]);
+  return result;
+}
+
+}  // namespace
+
+bool LowerContext::has_channels_last(const Node& node, size_t i) const {
+  return has_input(node, i) && channels_last_[static_cast<size_t>(node.inputs[i])].has_value();
+}
+
+HloValue LowerContext::input_channels_last(const Node& node, size_t i) {
+  if (has_channels_last(node, i)) return *channels_last_[static_cast<size_t>(node.inputs[i])];
+  const HloValue x = input(node, i);
+  return builder_.transpose(x, to_channels_last(x.shape.size()));
+}
+
+void LowerContext::set_output_channels_last(const Node& node, size_t i, const HloValue& value) {
+  if (!has_output(node, i)) return;
+  const HloValue first = builder_.transpose(value, to_channels_first(value.shape.size()));
+  const TensorType& type = graph_.values[static_cast<size_t>(node.outputs[i])].type;
+  if (type.dtype != first.dtype || type.shape != first.shape) {
+    throw std::logic_error("StableHLO lowering of " + node.label() + " made channels-last " +
+                           tensor_type(value.dtype, value.shape) + " for an output of type " +
+                           tensor_type(type.dtype, type.shape));
+  }
+  bind(node.outputs[i], first);
+  channels_last_[static_cast<size_t>(node.outputs[i])] = value;
+}
+
+bool LowerContext::lower_channels_last(const Node& node, LowerRule rule) {
+  if (!has_output(node, 0)) return false;
+  const Shape& out_shape = output_type(node, 0).shape;
+  const size_t rank = out_shape.size();
+  if (rank < 3) return false;
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    if (has_output(node, i) && output_type(node, i).shape.size() != rank) return false;
+  }
+  bool any = false;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (!has_input(node, i)) continue;
+    if (has_channels_last(node, i)) {
+      any = true;
+      continue;
+    }
+    const Value& value = graph_.values[static_cast<size_t>(node.inputs[i])];
+    // Transposing a full-size activation here would cost what the form saves.
+    if (value.type.shape.size() > rank ||
+        (!value.is_constant() && numel(value.type.shape) == numel(out_shape))) {
+      return false;
+    }
+  }
+  if (!any) return false;
+  const std::vector<int64_t> permutation = to_channels_last(rank);
+  Frame frame;
+  frame.node = &node;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (!has_input(node, i)) {
+      frame.inputs.emplace_back();
+      frame.input_types.emplace_back();
+      continue;
+    }
+    HloValue x = has_channels_last(node, i) ? *channels_last_[static_cast<size_t>(node.inputs[i])]
+                                            : input(node, i);
+    if (!has_channels_last(node, i) && !x.shape.empty()) {
+      Shape full(rank - x.shape.size(), 1);  // numpy broadcasting aligns the trailing axes
+      full.insert(full.end(), x.shape.begin(), x.shape.end());
+      x = builder_.transpose(builder_.reshape(x, full), permutation);
+    }
+    frame.input_types.push_back({x.dtype, x.shape});
+    frame.inputs.push_back(std::move(x));
+  }
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    const TensorType& type = output_type(node, i);
+    frame.output_types.push_back({type.dtype, permuted_shape(type.shape, permutation)});
+  }
+  frame_ = std::move(frame);
+  try {
+    rule(*this, node);
+  } catch (...) {
+    frame_ = Frame{};
+    throw;
+  }
+  frame_ = Frame{};
+  return true;
 }
 
 void LowerContext::set_output(const Node& node, size_t i, const HloValue& value) {
   if (!has_output(node, i)) return;
+  if (frame_.node == &node) {
+    const TensorType& type = frame_.output_types.at(i);
+    if (type.dtype != value.dtype || type.shape != value.shape) {
+      throw std::logic_error("StableHLO lowering of " + node.label() + " made " +
+                             tensor_type(value.dtype, value.shape) +
+                             " for a channels-last output of type " +
+                             tensor_type(type.dtype, type.shape));
+    }
+    set_output_channels_last(node, i, value);
+    return;
+  }
   const TensorType& type = output_type(node, i);
   if (type.dtype != value.dtype || type.shape != value.shape) {
     throw std::logic_error("StableHLO lowering of " + node.label() + " made " +

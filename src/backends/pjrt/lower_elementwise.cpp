@@ -457,34 +457,38 @@ HloValue apply_fused_activation(HloBuilder& b, const Node& node, const HloValue&
 }
 
 void add_elementwise_rules(RuleTable& rules) {
-  for (const auto& [onnx, hlo] : kBinaryOps) rules[std::string(onnx)] = lower_binary;
-  for (const auto& [onnx, hlo] : kComparisons) rules[std::string(onnx)] = lower_comparison;
-  for (const auto& [onnx, hlo] : kUnaryOps) rules[std::string(onnx)] = lower_unary;
-  for (const char* op : {"Max", "Min", "Sum", "Mean"}) rules[op] = lower_variadic;
-  rules["Erf"] = lower_erf;
-  rules["Pow"] = lower_pow;
-  rules["Mod"] = lower_mod;
-  rules["Abs"] = lower_abs;
-  rules["Sign"] = lower_sign;
-  rules["Reciprocal"] = lower_reciprocal;
-  rules["Clip"] = lower_clip;
-  rules["IsNaN"] = lower_is_nan;
-  rules["IsInf"] = lower_is_inf;
-  rules["Where"] = lower_where;
-  rules["Cast"] = lower_cast;
-  rules["CastLike"] = lower_cast;
-  rules["Identity"] = lower_identity;
-  rules["Dropout"] = lower_dropout;
+  // Every rule here is elementwise (Rule::elementwise): each may run channels-last.
+  const auto add = [&](std::string_view op, LowerRule lower) {
+    rules[std::string(op)] = {lower, true};
+  };
+  for (const auto& [onnx, hlo] : kBinaryOps) add(onnx, lower_binary);
+  for (const auto& [onnx, hlo] : kComparisons) add(onnx, lower_comparison);
+  for (const auto& [onnx, hlo] : kUnaryOps) add(onnx, lower_unary);
+  for (const char* op : {"Max", "Min", "Sum", "Mean"}) add(op, lower_variadic);
+  add("Erf", lower_erf);
+  add("Pow", lower_pow);
+  add("Mod", lower_mod);
+  add("Abs", lower_abs);
+  add("Sign", lower_sign);
+  add("Reciprocal", lower_reciprocal);
+  add("Clip", lower_clip);
+  add("IsNaN", lower_is_nan);
+  add("IsInf", lower_is_inf);
+  add("Where", lower_where);
+  add("Cast", lower_cast);
+  add("CastLike", lower_cast);
+  add("Identity", lower_identity);
+  add("Dropout", lower_dropout);
   for (const char* op : {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish"}) {
-    rules[op] = lower_listed_activation;
+    add(op, lower_listed_activation);
   }
-  rules["PRelu"] = lower_prelu;
-  rules["Elu"] = lower_elu;
-  rules["Celu"] = lower_celu;
-  rules["Selu"] = lower_selu;
-  rules["Gelu"] = lower_gelu;
-  rules["Softplus"] = lower_softplus;
-  rules["Softsign"] = lower_softsign;
+  add("PRelu", lower_prelu);
+  add("Elu", lower_elu);
+  add("Celu", lower_celu);
+  add("Selu", lower_selu);
+  add("Gelu", lower_gelu);
+  add("Softplus", lower_softplus);
+  add("Softsign", lower_softsign);
 }
 
 }  // namespace tandem::pjrt

@@ -46,6 +46,14 @@ int64_t end_padding(const WindowGeometry& g, size_t axis, int64_t input, int64_t
   return std::max<int64_t>(needed, 0);
 }
 
+// [N, C, spatial...] as [N, spatial..., C].
+Shape channels_last_shape(const Shape& shape) {
+  Shape result{shape[0]};
+  result.insert(result.end(), shape.begin() + 2, shape.end());
+  result.push_back(shape[1]);
+  return result;
+}
+
 // ONNX MatMul (numpy matmul): batch dims broadcast, 1-D operands promoted and squeezed back.
 void lower_matmul(LowerContext& context, const Node& node) {
   HloBuilder& b = context.builder();
@@ -64,6 +72,18 @@ void lower_matmul(LowerContext& context, const Node& node) {
     batch.push_back(std::max(dim(a.shape), dim(w.shape)));
   }
   const int64_t m = a.shape[a.shape.size() - 2], k = a.shape.back(), n = w.shape.back();
+  // One weight matrix for every batch (a linear layer over [batch, tokens, k]): one 2-D product
+  // over all rows. Broadcasting the weights along the batch would materialise a copy per row
+  // (ViT: 1.4 GB for one 768x2304 projection), and XLA runs batched products row by row.
+  if (std::all_of(w.shape.begin(), w.shape.end() - 2, [](int64_t d) { return d == 1; })) {
+    const int64_t rows = numel(a.shape) / k;
+    const HloValue product =
+        b.op("dot_general", {b.reshape(a, {rows, k}), b.reshape(w, {k, n})}, out.dtype, {rows, n},
+             "dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [1], "
+             "rhs_contracting_dimensions = [0]>");
+    context.set_output(node, 0, apply_fused_activation(b, node, b.reshape(product, out.shape)));
+    return;
+  }
   Shape a_shape = batch, w_shape = batch, result_shape = batch;
   a_shape.insert(a_shape.end(), {m, k});
   w_shape.insert(w_shape.end(), {k, n});
@@ -233,25 +253,22 @@ HloValue depthwise_as_sum(HloBuilder& b, const HloValue& x_last, const HloValue&
 // of magnitude slower. The transposes at the edges cancel between consecutive convolutions.
 void lower_conv(LowerContext& context, const Node& node) {
   HloBuilder& b = context.builder();
-  const HloValue x = context.input(node, 0);
+  const Shape& x_shape = context.input_type(node, 0).shape;
   const TensorType& out = context.output_type(node, 0);
   const Shape& w_shape = context.input_type(node, 1).shape;
   const WindowGeometry g =
-      window_of(node, x.shape, std::vector<int64_t>(w_shape.begin() + 2, w_shape.end()), false);
+      window_of(node, x_shape, std::vector<int64_t>(w_shape.begin() + 2, w_shape.end()), false);
   const int64_t spatial_rank = static_cast<int64_t>(g.kernel.size());
   std::string spatial;
   std::vector<std::pair<int64_t, int64_t>> pads;
-  std::vector<int64_t> to_channels_last{0}, kernel_to_hwio, to_channels_first{0, spatial_rank + 1};
+  std::vector<int64_t> kernel_to_hwio;
   for (int64_t i = 0; i < spatial_rank; ++i) {
     spatial += std::to_string(i) + ", ";
     pads.emplace_back(g.pads_begin[static_cast<size_t>(i)], g.pads_end[static_cast<size_t>(i)]);
-    to_channels_last.push_back(i + 2);
     kernel_to_hwio.push_back(i + 2);
-    to_channels_first.push_back(i + 1);
   }
-  to_channels_last.push_back(1);
   kernel_to_hwio.insert(kernel_to_hwio.end(), {1, 0});
-  const HloValue x_last = b.transpose(x, to_channels_last);
+  const HloValue x_last = context.input_channels_last(node, 0);
   const HloValue w_hwio = context.input_permuted(node, 1, kernel_to_hwio);
   Shape y_shape{out.shape[0]};
   for (int64_t i = 0; i < spatial_rank; ++i) {
@@ -261,7 +278,7 @@ void lower_conv(LowerContext& context, const Node& node) {
   const std::vector<int64_t> ones(g.kernel.size(), 1);
   const int64_t group = node.attr_int("group", 1);
   const bool depthwise =
-      group > 1 && group == x.shape[1] && group == out.shape[1] && is_floating(out.dtype);
+      group > 1 && group == x_shape[1] && group == out.shape[1] && is_floating(out.dtype);
   const HloValue y_last =
       group == 1 && window_exceeds_output(g, y_shape)
           ? patches_times_weights(b, x_last, w_hwio, g, pads, y_shape)
@@ -274,12 +291,13 @@ void lower_conv(LowerContext& context, const Node& node) {
                      ", rhs_dilation = " + i64_array(g.dilations) +
                      ", feature_group_count = " + std::to_string(node.attr_int("group", 1)) +
                      " : i64, batch_group_count = 1 : i64");
-  HloValue y = b.transpose(y_last, to_channels_first);
+  HloValue y = y_last;
   if (context.has_input(node, 2)) {
-    y = b.binary("add", y, per_channel(b, context.input(node, 2), out.shape));
+    const int64_t channels[] = {spatial_rank + 1};
+    y = b.binary("add", y, b.broadcast_in_dim(context.input(node, 2), y_shape, channels));
   }
-  if (context.has_input(node, 3)) y = b.binary("add", y, context.input(node, 3));
-  context.set_output(node, 0, apply_fused_activation(b, node, y));
+  if (context.has_input(node, 3)) y = b.binary("add", y, context.input_channels_last(node, 3));
+  context.set_output_channels_last(node, 0, apply_fused_activation(b, node, y));
 }
 
 // ConvTranspose as the convolution whose gradient it is: the input dilated by the strides
@@ -396,7 +414,8 @@ struct PoolWindow {
 
 // The reduce_window attributes of a MaxPool or AveragePool: batch and channel axes untouched,
 // end padding stretched where ceil_mode adds a last window.
-PoolWindow pool_window(const Node& node, const Shape& x, const Shape& y) {
+// With `channels_last`, for [N, spatial..., C] operands (x and y still channels-first shapes).
+PoolWindow pool_window(const Node& node, const Shape& x, const Shape& y, bool channels_last) {
   PoolWindow window;
   window.geometry =
       window_of(node, x, node.attr_ints("kernel_shape"), node.attr_int("ceil_mode", 0) != 0);
@@ -408,6 +427,14 @@ PoolWindow pool_window(const Node& node, const Shape& x, const Shape& y) {
     strides.push_back(g.strides[i]);
     dilations.push_back(g.dilations[i]);
     pads.emplace_back(g.pads_begin[i], end_padding(g, i, x[i + 2], y[i + 2]));
+  }
+  if (channels_last) {  // the channel axis (second, all ones) moves last
+    for (auto* axes : {&dims, &strides, &dilations}) {
+      axes->push_back((*axes)[1]);
+      axes->erase(axes->begin() + 1);
+    }
+    pads.push_back(pads[1]);
+    pads.erase(pads.begin() + 1);
   }
   const std::vector<int64_t> base_dilations(x.size(), 1);
   window.attributes =
@@ -472,9 +499,10 @@ void lower_max_pool_with_indices(LowerContext& context, const Node& node) {
       b.select(takeable, x, lowest), b.select(takeable, flat, never), lowest_splat(b, x.dtype, {}),
       b.scalar(DType::kInt64, static_cast<double>(std::numeric_limits<int64_t>::max()))};
   const TensorType results[] = {{x.dtype, out.shape}, {DType::kInt64, out.shape}};
-  const std::vector<HloValue> best = b.op_results(
-      "reduce_window", operands, results, pool_window(node, x.shape, out.shape).attributes,
-      arg_reduce_region(x.dtype, /*maximum=*/true, /*last=*/false));
+  const std::vector<HloValue> best =
+      b.op_results("reduce_window", operands, results,
+                   pool_window(node, x.shape, out.shape, /*channels_last=*/false).attributes,
+                   arg_reduce_region(x.dtype, /*maximum=*/true, /*last=*/false));
   context.set_output(node, 0, best[0]);
 
   // The first element of each output's plane, for the windows that took nothing.
@@ -516,15 +544,22 @@ void lower_max_pool(LowerContext& context, const Node& node) {
     return;
   }
   HloBuilder& b = context.builder();
-  const HloValue x = context.input(node, 0);
+  const TensorType& in = context.input_type(node, 0);
   const TensorType& out = context.output_type(node, 0);
   // Padding holds the reduction's start value, which no element may lose to.
-  const double lowest = x.dtype == DType::kInt8    ? std::numeric_limits<int8_t>::lowest()
-                        : x.dtype == DType::kUInt8 ? 0
-                                                   : -std::numeric_limits<double>::infinity();
-  context.set_output(
-      node, 0,
-      reduce_window(b, x, out.shape, pool_window(node, x.shape, out.shape), "maximum", lowest));
+  const double lowest = in.dtype == DType::kInt8    ? std::numeric_limits<int8_t>::lowest()
+                        : in.dtype == DType::kUInt8 ? 0
+                                                    : -std::numeric_limits<double>::infinity();
+  const bool last = context.has_channels_last(node, 0);
+  const PoolWindow window = pool_window(node, in.shape, out.shape, last);
+  if (!last) {
+    context.set_output(
+        node, 0, reduce_window(b, context.input(node, 0), out.shape, window, "maximum", lowest));
+    return;
+  }
+  const HloValue x = context.input_channels_last(node, 0);
+  context.set_output_channels_last(
+      node, 0, reduce_window(b, x, channels_last_shape(out.shape), window, "maximum", lowest));
 }
 
 // How many of the window's taps at each output position of `axis` count for the average: those
@@ -549,23 +584,30 @@ std::vector<float> window_counts(const WindowGeometry& g, size_t axis, int64_t i
 void lower_average_pool(LowerContext& context, const Node& node) {
   HloBuilder& b = context.builder();
   const TensorType& out = context.output_type(node, 0);
+  const Shape& x_shape = context.input_type(node, 0).shape;
   const DType type = compute_type(out.dtype);
-  const HloValue x = b.convert(context.input(node, 0), type);
-  const PoolWindow window = pool_window(node, x.shape, out.shape);
-  HloValue y = reduce_window(b, x, out.shape, window, "add", 0);
+  const bool last = context.has_channels_last(node, 0);
+  const HloValue x =
+      b.convert(last ? context.input_channels_last(node, 0) : context.input(node, 0), type);
+  const Shape y_shape = last ? channels_last_shape(out.shape) : out.shape;
+  const PoolWindow window = pool_window(node, x_shape, out.shape, last);
+  HloValue y = reduce_window(b, x, y_shape, window, "add", 0);
   // The divisor is a product of per-axis counts, known at compile time.
   const bool include_pad = node.attr_int("count_include_pad", 0) != 0;
   for (size_t i = 0; i < window.geometry.kernel.size(); ++i) {
     const int64_t size = out.shape[i + 2];
     const Tensor counts =
         Tensor::from_vector(DType::kFloat32, {size},
-                            window_counts(window.geometry, i, x.shape[i + 2], size, include_pad));
-    const int64_t axis[] = {static_cast<int64_t>(i + 2)};
-    const HloValue divisor =
-        b.broadcast_in_dim(b.convert(b.constant(counts), type), out.shape, axis);
+                            window_counts(window.geometry, i, x_shape[i + 2], size, include_pad));
+    const int64_t axis[] = {static_cast<int64_t>(last ? i + 1 : i + 2)};
+    const HloValue divisor = b.broadcast_in_dim(b.convert(b.constant(counts), type), y_shape, axis);
     y = b.binary("divide", y, divisor);
   }
-  context.set_output(node, 0, b.convert(y, out.dtype));
+  if (last) {
+    context.set_output_channels_last(node, 0, b.convert(y, out.dtype));
+  } else {
+    context.set_output(node, 0, b.convert(y, out.dtype));
+  }
 }
 
 // GlobalAveragePool and GlobalMaxPool: every spatial axis reduced to size 1.
@@ -573,10 +615,12 @@ template <bool kAverage>
 void lower_global_pool(LowerContext& context, const Node& node) {
   HloBuilder& b = context.builder();
   const TensorType& out = context.output_type(node, 0);
-  const HloValue x = b.convert(context.input(node, 0), compute_type(out.dtype));
+  const bool last = context.has_channels_last(node, 0);
+  const HloValue x = b.convert(last ? context.input_channels_last(node, 0) : context.input(node, 0),
+                               compute_type(out.dtype));
   std::vector<int64_t> spatial_axes;
   int64_t count = 1;
-  for (size_t i = 2; i < x.shape.size(); ++i) {
+  for (size_t i = last ? 1 : 2; i < x.shape.size() - (last ? 1 : 0); ++i) {
     spatial_axes.push_back(static_cast<int64_t>(i));
     count *= x.shape[i];
   }
@@ -584,7 +628,12 @@ void lower_global_pool(LowerContext& context, const Node& node) {
                    ? b.reduce(x, spatial_axes, "add", 0)
                    : b.reduce(x, spatial_axes, "maximum", -std::numeric_limits<double>::infinity());
   if (kAverage) y = b.binary("divide", y, b.splat(y.dtype, y.shape, static_cast<double>(count)));
-  context.set_output(node, 0, b.convert(b.reshape(y, out.shape), out.dtype));
+  if (last) {
+    context.set_output_channels_last(
+        node, 0, b.convert(b.reshape(y, channels_last_shape(out.shape)), out.dtype));
+  } else {
+    context.set_output(node, 0, b.convert(b.reshape(y, out.shape), out.dtype));
+  }
 }
 
 }  // namespace

@@ -47,6 +47,23 @@ class LowerContext {
   // Binds output `i` to `value`, whose type must be the output's.
   void set_output(const Node& node, size_t i, const HloValue& value);
 
+  // Channels-last forms. A convolution computes [N, spatial..., C] and its ONNX output is a
+  // transpose of that; the form is kept, and convolutions, pooling and elementwise ops read and
+  // make it, so that between them XLA neither materialises a transpose nor fuses one into an
+  // elementwise loop (which turns its contiguous reads into strided ones: MobileNetV3's
+  // depthwise convolution + HardSwish ran 4x slower so).
+  // Input `i` channels-last: its kept form, else transposed in the program.
+  HloValue input_channels_last(const Node& node, size_t i);
+  bool has_channels_last(const Node& node, size_t i) const;
+  // Binds output `i` to the transpose of `value`, a channels-last form kept for later readers.
+  void set_output_channels_last(const Node& node, size_t i, const HloValue& value);
+  // Runs an elementwise rule on the inputs' channels-last forms, when one input has such a
+  // form and every other input as large as the output has one too; false, lowering nothing,
+  // otherwise. Smaller inputs (per-channel scales, scalars) are broadcast to the output's rank
+  // and transposed alike. While it runs, the node's input, input_type, output_type and
+  // set_output speak channels-last.
+  bool lower_channels_last(const Node& node, void (*rule)(LowerContext&, const Node&));
+
   // The function value of a value id; graph inputs must have been added first.
   HloValue value(int id);
   void bind(int id, HloValue value) { values_[static_cast<size_t>(id)] = std::move(value); }
@@ -58,12 +75,27 @@ class LowerContext {
   HloBuilder& builder_;
   const Graph& graph_;
   std::vector<std::optional<HloValue>> values_;
+  std::vector<std::optional<HloValue>> channels_last_;
   std::vector<Tensor> constants_;
   bool text_only_;
+  // The node lower_channels_last is running, with its channels-last inputs and types.
+  struct Frame {
+    const Node* node = nullptr;
+    std::vector<std::optional<HloValue>> inputs;
+    std::vector<TensorType> input_types, output_types;
+  } frame_;
 };
 
 using LowerRule = void (*)(LowerContext& context, const Node& node);
-using RuleTable = std::map<std::string, LowerRule, std::less<>>;
+struct Rule {
+  Rule(LowerRule lower = nullptr, bool elementwise = false)
+      : lower(lower), elementwise(elementwise) {}
+  LowerRule lower;
+  // Each output element is computed from the inputs' elements at its (broadcast) index only, so
+  // the rule gives the same result on any layout (LowerContext::lower_channels_last).
+  bool elementwise;
+};
+using RuleTable = std::map<std::string, Rule, std::less<>>;
 
 // Each op family adds its rules.
 void add_elementwise_rules(RuleTable& rules);
