@@ -49,6 +49,13 @@ TEST(LowerLinalg, MatMulBroadcastsBatchDims) {
   expect_close("MatMul", {f32({3, 5}, 3), f32({2, 2, 5, 6}, 4)});
 }
 
+// Weights whose batch dims are all 1 take the one-product path (rows of every batch at once).
+TEST(LowerLinalg, MatMulBySingleWeightMatrix) {
+  expect_close("MatMul", {f32({2, 3, 7, 5}, 1), f32({5, 6}, 2)});
+  expect_close("MatMul", {f32({2, 3, 5}, 3), f32({1, 5, 4}, 4)});
+  expect_close("MatMul", {f32({3, 5}, 5), f32({1, 1, 5, 4}, 6)});
+}
+
 TEST(LowerLinalg, MatMulIntegersExactly) {
   expect_matches_cpu(
       {"MatMul", {random(DType::kInt32, {2, 3, 4}, 1), random(DType::kInt32, {4, 5}, 2)}});
