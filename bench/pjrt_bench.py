@@ -44,10 +44,16 @@ def model_args(zoo, entry):
     return args
 
 
-def io_args(zoo, entry):
+def input_args(zoo, entry):
+    """The input files: they bind the shapes the dims leave open (a recommender's index counts)."""
     args = []
     for spec in entry["inputs"]:
         args += ["--input", f"{spec['name']}={os.path.join(zoo, spec['file'])}"]
+    return args
+
+
+def io_args(zoo, entry):
+    args = input_args(zoo, entry)
     for spec in entry["outputs"]:
         args += ["--expect", f"{spec['name']}={os.path.join(zoo, spec['file'])}"]
     return args
@@ -98,7 +104,8 @@ def main():
                        TANDEM_CACHE_DIR=os.path.join(folder, "cache"))
             plan = os.path.join(folder, "plan.json")
             try:
-                tandem(args.tandem, "plan", *model_args(args.zoo, entry), "--cluster", cluster,
+                tandem(args.tandem, "plan", *model_args(args.zoo, entry),
+                       *input_args(args.zoo, entry), "--cluster", cluster,
                        "--strategy", "single:pjrt0", "-o", plan, env=env)
             except RuntimeError as error:
                 reason = str(error).split("(", 1)[-1].rsplit(")", 1)[0]

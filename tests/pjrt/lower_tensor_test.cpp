@@ -195,6 +195,39 @@ TEST(LowerTensor, GatherConstantIndicesFromBool) {
       {"Gather", {random(DType::kBool, {5, 2}, 1), ints({3}, {4, -4, 2})}, {}, {false, true}});
 }
 
+// ---- EmbeddingBag (Tandem's, from a Loop of per-bag lookups) ----
+
+// Bags as Slice reads its bounds: one of two rows, one empty (start past end), one counted from
+// the end, one reaching past the end (clamped), two overlapping; a negative index.
+TEST(LowerTensor, EmbeddingBagSumsAndAveragesSlicedBags) {
+  for (const char* mode : {"sum", "mean"}) {
+    SCOPED_TRACE(mode);
+    expect_matches_cpu({"EmbeddingBag",
+                        {random(DType::kFloat32, {12, 5}, 1), ints({8}, {0, 11, 3, -1, 4, 4, 9, 2}),
+                         ints({6}, {0, 3, 5, -3, 6, 1}), int32s({6}, {2, 2, 5, 8, 40, 4})},
+                        {{"mode", std::string(mode)}, {"bags", int64_t{6}}},
+                        {},
+                        1,
+                        1e-5,
+                        1e-6});
+  }
+}
+
+TEST(LowerTensor, EmbeddingBagRefusesBagsWithoutBoundsAndHugeMemberships) {
+  EXPECT_EQ(refusal({"EmbeddingBag",
+                     {random(DType::kFloat32, {4, 2}, 1), ints({3}, {0, 1, 2}), ints({2}, {0, 1}),
+                      ints({2}, {1, 3})},
+                     {{"mode", std::string("sum")}, {"bags", int64_t{3}}}}),
+            "EmbeddingBag has fewer bounds than its 3 bags");
+  const Tensor bounds = Tensor::zeros(DType::kInt64, {70000});
+  EXPECT_EQ(refusal({"EmbeddingBag",
+                     {random(DType::kFloat32, {4, 2}, 1), Tensor::zeros(DType::kInt64, {1000}),
+                      bounds, bounds},
+                     {{"mode", std::string("sum")}, {"bags", int64_t{70000}}}}),
+            "EmbeddingBag of 70000 bags over 1000 indices (a membership matrix over 67108864 "
+            "elements)");
+}
+
 // ---- GatherElements, ScatterElements, ScatterND ----
 
 // Indices in [-dim, dim), negatives included, repeats likely.

@@ -456,6 +456,75 @@ void lower_constant_of_shape(LowerContext& context, const Node& node) {
                      b.broadcast_in_dim(b.constant(value), context.output_type(node, 0).shape, {}));
 }
 
+// The membership matrix of an EmbeddingBag is [bags, indices]: past this many elements (256 MiB
+// of float32) the lowering is refused and the node stays with a device that runs it by loops.
+constexpr int64_t kMaxBagMembership = int64_t{1} << 26;
+
+// EmbeddingBag (Tandem's, from a Loop of per-bag lookups) as one matrix product: a [bags, N]
+// membership matrix, 1 where index j lies in bag b's slice [starts[b], ends[b]), times the
+// gathered rows [N, width]. Matrix units run it (a TPU's MXU) where a scatter-add would be
+// serial, and slices that overlap or skip indices come out as the Loop computes them. An index
+// out of the table's range is clamped by XLA's gather, where the CPU backend fails the run.
+void lower_embedding_bag(LowerContext& context, const Node& node) {
+  HloBuilder& b = context.builder();
+  const HloValue table = context.input(node, 0);
+  const TensorType& out = context.output_type(node, 0);
+  const int64_t rows = table.shape[0];
+  const int64_t width = rows > 0 ? numel(table.shape) / rows : 0;
+  const int64_t bags = out.shape[0];
+  const int64_t length = context.input_type(node, 1).shape[0];
+  for (size_t i = 2; i < 4; ++i) {
+    if (context.input_type(node, i).shape[0] < bags) {
+      throw LoweringRefused("EmbeddingBag has fewer bounds than its " + std::to_string(bags) +
+                            " bags");
+    }
+  }
+  if (bags * length > kMaxBagMembership) {
+    throw LoweringRefused("EmbeddingBag of " + std::to_string(bags) + " bags over " +
+                          std::to_string(length) + " indices (a membership matrix over " +
+                          std::to_string(kMaxBagMembership) + " elements)");
+  }
+  // A bag's bounds as Slice reads them: negative ones count from the end, then clamped.
+  const auto bound = [&](size_t i) {
+    const HloValue all = b.convert(context.input(node, i), DType::kInt64);
+    const HloValue x = slice_axis(b, all, 0, 0, bags);
+    const HloValue n = b.splat(DType::kInt64, x.shape, static_cast<double>(length));
+    const HloValue zero = b.splat(DType::kInt64, x.shape, 0);
+    const HloValue wrapped = b.select(b.compare("LT", x, zero), b.binary("add", x, n), x);
+    return b.binary("minimum", b.binary("maximum", wrapped, zero), n);
+  };
+  const HloValue starts = bound(2), ends = bound(3);
+  const Shape membership_shape{bags, length};
+  const int64_t bag_axis[] = {0};
+  const HloValue position =
+      b.op("iota", {}, DType::kInt64, membership_shape, "iota_dimension = 1 : i64");
+  const HloValue member = b.convert(
+      b.binary("and",
+               b.compare("GE", position, b.broadcast_in_dim(starts, membership_shape, bag_axis)),
+               b.compare("LT", position, b.broadcast_in_dim(ends, membership_shape, bag_axis))),
+      table.dtype);
+  HloValue indices = b.convert(context.input(node, 1), DType::kInt64);
+  indices = b.select(
+      b.compare("LT", indices, b.splat(DType::kInt64, indices.shape, 0)),
+      b.binary("add", indices, b.splat(DType::kInt64, indices.shape, static_cast<double>(rows))),
+      indices);
+  const HloValue gathered = b.op(
+      "gather", {b.reshape(table, {rows, width}), indices}, table.dtype, {length, width},
+      "dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], "
+      "start_index_map = [0], index_vector_dim = 1>, indices_are_sorted = false, slice_sizes = " +
+          i64_array(std::vector<int64_t>{1, width}));
+  HloValue sum = b.op("dot_general", {member, gathered}, table.dtype, {bags, width},
+                      "dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [1], "
+                      "rhs_contracting_dimensions = [0]>");
+  if (node.attr_string("mode", "sum") == "mean") {  // an empty bag's mean is 0 / 0: NaN
+    const HloValue count = b.convert(b.binary("maximum", b.binary("subtract", ends, starts),
+                                              b.splat(DType::kInt64, starts.shape, 0)),
+                                     table.dtype);
+    sum = b.binary("divide", sum, b.broadcast_in_dim(count, sum.shape, bag_axis));
+  }
+  context.set_output(node, 0, b.reshape(sum, out.shape));
+}
+
 }  // namespace
 
 void add_tensor_rules(RuleTable& rules) {
@@ -466,6 +535,7 @@ void add_tensor_rules(RuleTable& rules) {
   rules["Slice"] = lower_slice;
   rules["Gather"] = lower_gather;
   rules["GatherElements"] = lower_gather_elements;
+  rules["EmbeddingBag"] = lower_embedding_bag;
   rules["ScatterElements"] = lower_scatter_elements;
   rules["ScatterND"] = lower_scatter_nd;
   rules["Expand"] = lower_expand;
