@@ -9,6 +9,7 @@
 
 #include "backends/cpu/cpu_device.h"
 #include "expect_outputs.h"
+#include "ir/infer.h"
 #include "runtime/executor.h"
 #include "zoo_cases.h"
 
@@ -34,7 +35,9 @@ std::string layout(const Node& node, const char* attribute) {
   return node.attr_string(attribute, "nchw");
 }
 
-TEST(ConvLayout, MarksExactlyTheTensorsThatOnlyConvolutionsRead) {
+bool layout_aware(const Node& node) { return node.op_type == "Conv" || node.op_type == "MaxPool"; }
+
+TEST(ConvLayout, MarksExactlyTheTensorsThatOnlyLayoutAwareNodesRead) {
   const testing::ZooCase c = testing::load_zoo_case("real/resnet18");
   const std::optional<Graph> marked = cpu::with_channels_last_conv_chains(c.graph);
   ASSERT_TRUE(marked);
@@ -45,7 +48,7 @@ TEST(ConvLayout, MarksExactlyTheTensorsThatOnlyConvolutionsRead) {
   }
   int chained = 0;
   for (const Node& node : marked->nodes) {
-    if (node.op_type != "Conv") {
+    if (!layout_aware(node)) {
       EXPECT_FALSE(node.has(cpu::kDstLayoutAttribute) || node.has(cpu::kSrcLayoutAttribute))
           << node.label();
       continue;
@@ -55,7 +58,7 @@ TEST(ConvLayout, MarksExactlyTheTensorsThatOnlyConvolutionsRead) {
     for (const auto& [reader, input] : readers[node.outputs[0]]) {
       // Both ends of a tensor agree on its layout; a tensor any other op reads stays NCHW.
       const char* attribute = input == 0 ? cpu::kSrcLayoutAttribute : cpu::kResidualLayoutAttribute;
-      if (reader->op_type == "Conv") {
+      if (layout_aware(*reader)) {
         EXPECT_EQ(layout(*reader, attribute), layout(node, cpu::kDstLayoutAttribute))
             << node.label() << " -> " << reader->label();
       } else {
@@ -63,13 +66,60 @@ TEST(ConvLayout, MarksExactlyTheTensorsThatOnlyConvolutionsRead) {
       }
     }
   }
-  // Of ResNet-18's 20 convolutions, all but the last (read by GlobalAveragePool) write for
-  // convolutions only; the stem's output goes to MaxPool.
-  EXPECT_EQ(chained, 18);
+  // ResNet-18's 20 convolutions and its stem's MaxPool: all but the last convolution (read by
+  // GlobalAveragePool) write for convolutions or the MaxPool only.
+  EXPECT_EQ(chained, 20);
+}
+
+// A pooling joins a chain only where oneDNN runs it: not with an Indices output or
+// count_include_pad (the loop handles those, on NCHW).
+TEST(ConvLayout, PoolingsTheLoopRunsStayNchw) {
+  Graph graph;
+  graph.opset = 17;
+  const auto add = [&](const std::string& op, std::vector<int> inputs,
+                       std::map<std::string, Attribute, std::less<>> attributes, int outputs) {
+    Node node;
+    node.name = op + std::to_string(graph.nodes.size());
+    node.op_type = op;
+    node.inputs = std::move(inputs);
+    node.attributes = std::move(attributes);
+    for (int i = 0; i < outputs; ++i)
+      node.outputs.push_back(graph.add_value(node.name + "_" + std::to_string(i)));
+    graph.nodes.push_back(std::move(node));
+    return graph.nodes.back().outputs;
+  };
+  const int x = graph.add_value("x", {DType::kFloat32, {1, 4, 8, 8}});
+  const int w = graph.add_value("w", {DType::kFloat32, {4, 4, 1, 1}});
+  graph.values[static_cast<size_t>(w)].constant = Tensor::zeros(DType::kFloat32, {4, 4, 1, 1});
+  graph.inputs = {x};
+  const std::vector<int64_t> kernel{2, 2};
+  const int a = add("Conv", {x, w}, {}, 1)[0];
+  const int b = add("Conv", {x, w}, {}, 1)[0];
+  const int c = add("Conv", {x, w}, {}, 1)[0];
+  add("MaxPool", {a}, {{"kernel_shape", kernel}}, 2);  // with Indices
+  add("AveragePool", {b}, {{"kernel_shape", kernel}, {"count_include_pad", int64_t{1}}}, 1);
+  const int pooled = add("AveragePool", {c}, {{"kernel_shape", kernel}}, 1)[0];
+  graph.outputs = {graph.nodes[3].outputs[0], graph.nodes[3].outputs[1], graph.nodes[4].outputs[0],
+                   pooled};
+  infer_graph(graph);
+  const std::optional<Graph> marked = cpu::with_channels_last_conv_chains(graph);
+  ASSERT_TRUE(marked);
+  const auto producer = [&](int value) -> const Node& {
+    for (const Node& node : marked->nodes) {
+      if (node.outputs[0] == value) return node;
+    }
+    throw std::logic_error("no producer");
+  };
+  EXPECT_FALSE(producer(a).has(cpu::kDstLayoutAttribute));  // read by MaxPool with Indices
+  EXPECT_FALSE(producer(b).has(cpu::kDstLayoutAttribute));  // by AveragePool counting pads
+  EXPECT_EQ(layout(producer(c), cpu::kDstLayoutAttribute), cpu::kChannelsLast);
+  EXPECT_EQ(layout(producer(pooled), cpu::kSrcLayoutAttribute), cpu::kChannelsLast);
+  EXPECT_FALSE(producer(pooled).has(cpu::kDstLayoutAttribute));  // a graph output stays NCHW
 }
 
 TEST(ConvLayout, ModelsRunChannelsLastGiveTheirNchwOutputs) {
-  for (const std::string name : {"real/resnet18", "real/mobilenet_v3_small", "tv_resnet18"}) {
+  for (const std::string name :
+       {"real/resnet18", "real/mobilenet_v3_small", "real/ssdlite320", "tv_resnet18"}) {
     SCOPED_TRACE(name);
     const testing::ZooCase c = testing::load_zoo_case(name);
     ASSERT_TRUE(cpu::with_channels_last_conv_chains(c.graph));

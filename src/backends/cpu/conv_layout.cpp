@@ -16,6 +16,25 @@ bool channels_last_conv(const Graph& graph, const Node& node) {
          is_static(w);
 }
 
+// A pooling that oneDNN runs, hence on any layout (linalg_pool.cpp): float32, 2-D, no Indices
+// output, and no count_include_pad (whose windows past the end padding the loop counts).
+bool channels_last_pool(const Graph& graph, const Node& node) {
+  if ((node.op_type != "MaxPool" && node.op_type != "AveragePool") || !node.domain.empty() ||
+      node.inputs.empty() || node.inputs[0] < 0 || node.outputs.empty() ||
+      (node.outputs.size() > 1 && node.outputs[1] >= 0) ||
+      node.attr_int("count_include_pad", 0) != 0) {
+    return false;
+  }
+  const TensorType& x = graph.values[node.inputs[0]].type;
+  return x.dtype == DType::kFloat32 && x.shape.size() == 4 && is_static(x.shape);
+}
+
+// Which inputs of a layout-aware node may be channels-last: a convolution's source and fused
+// residual (never its weights or bias), a pooling's source.
+bool channels_last_input(const Node& node, size_t input) {
+  return input == 0 || (node.op_type == "Conv" && input == 3);
+}
+
 }  // namespace
 
 std::optional<Graph> with_channels_last_conv_chains(const Graph& graph) {
@@ -35,8 +54,10 @@ std::optional<Graph> with_channels_last_conv_chains(const Graph& graph) {
     }
   }
   std::vector<bool> capable(graph.nodes.size());
-  for (size_t n = 0; n < graph.nodes.size(); ++n)
-    capable[n] = channels_last_conv(graph, graph.nodes[n]);
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    capable[n] =
+        channels_last_conv(graph, graph.nodes[n]) || channels_last_pool(graph, graph.nodes[n]);
+  }
 
   std::optional<Graph> marked;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
@@ -45,8 +66,7 @@ std::optional<Graph> with_channels_last_conv_chains(const Graph& graph) {
     if (out < 0 || pinned.count(out) || readers[out].empty()) continue;
     bool chained = true;
     for (const auto& [reader, input] : readers[out]) {
-      // As a convolution's input or its fused residual: never its weights or bias.
-      chained = chained && capable[reader] && (input == 0 || input == 3);
+      chained = chained && capable[reader] && channels_last_input(graph.nodes[reader], input);
     }
     if (!chained) continue;
     if (!marked) marked = graph;

@@ -8,7 +8,8 @@
 // side the kernel runs it on oneDNN, depthwise ones too, whose own NCHW loop is faster only
 // while it saves the reorders (chains through oneDNN's depthwise kernel against chains broken
 // at the loop: mobilenet_v3_small at 224 in 0.64x the time, ssdlite320 in 0.82x; medians of
-// alternating runs on an AMD EPYC).
+// alternating runs on an AMD EPYC). Poolings oneDNN runs (MaxPool, AveragePool) take part as
+// well, so that ResNet's stem MaxPool does not end the chain with two reorders.
 #include <optional>
 
 #include "ir/graph.h"
@@ -20,8 +21,9 @@ inline constexpr const char* kDstLayoutAttribute = "cpu_dst_layout";
 inline constexpr const char* kResidualLayoutAttribute = "cpu_residual_layout";
 inline constexpr const char* kChannelsLast = "nhwc";
 
-// `graph` with every Conv -> Conv tensor marked channels-last on both sides, or nullopt when
-// there is none. Node order, values and outputs are unchanged.
+// `graph` with every tensor between layout-aware nodes (Conv, and the poolings oneDNN runs)
+// marked channels-last on both sides, or nullopt when there is none. Node order, values and outputs
+// are unchanged.
 std::optional<Graph> with_channels_last_conv_chains(const Graph& graph);
 
 }  // namespace tandem::cpu

@@ -4,7 +4,9 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 
+#include "backends/cpu/conv_layout.h"
 #include "backends/cpu/dispatch.h"
 #include "backends/cpu/linalg_dnnl.h"
 #include "ir/ops/linalg_window.h"
@@ -183,7 +185,16 @@ class PoolKernel final : public Kernel {
                                           : dnnl::algorithm::pooling_avg_include_padding;
     Shape y = {x[0], x[1]};
     y.insert(y.end(), g.output.begin(), g.output.end());
-    const memory::desc src_md = plain_desc(to_dims(x)), dst_md = plain_desc(to_dims(y));
+    // NCHW, or channels-last where the CPU keeps a chain of convolutions so (conv_layout.h):
+    // then oneDNN must run it, as the loop reads NCHW only.
+    const auto user_desc = [&](const char* attribute, const Shape& shape) {
+      return node_.attr_string(attribute, "") == kChannelsLast
+                 ? memory::desc(to_dims(shape), memory::data_type::f32, memory::format_tag::nhwc)
+                 : plain_desc(to_dims(shape));
+    };
+    const memory::desc src_md = user_desc(kSrcLayoutAttribute, x);
+    const memory::desc dst_md = user_desc(kDstLayoutAttribute, y);
+    const bool channels_last = src_md != plain_desc(to_dims(x)) || dst_md != plain_desc(to_dims(y));
     const auto make = [&](const memory::desc& src, const memory::desc& dst) {
       const dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm, src,
                                                 dst, strides, kernel, dilation, pad_begin, pad_end);
@@ -196,11 +207,15 @@ class PoolKernel final : public Kernel {
       // On the plain layout oneDNN often pools with its reference code (`simple_nchw`), ~50x
       // slower than its vectorised kernels on the channel-blocked one (ResNet-18's MaxPool:
       // 10 ms of a 54 ms run); reordering there and back costs two copies of the tensors.
-      if (reference_kernel(plain) && use_channel_blocked(x, y, make)) return;
+      if (!channels_last && reference_kernel(plain) && use_channel_blocked(x, y, make)) return;
       primitive_ = dnnl::pooling_v2_forward(plain);
       implementation_ = std::string("oneDNN ") + plain.impl_info_str();
-    } catch (const dnnl::error&) {
-      return;  // the loop handles what oneDNN declines
+    } catch (const dnnl::error& error) {
+      // the loop handles what oneDNN declines, on NCHW tensors
+      if (channels_last) {
+        throw std::runtime_error(node_.label() + ": oneDNN declined a channels-last pooling (" +
+                                 error.what() + ")");
+      }
     }
   }
 
