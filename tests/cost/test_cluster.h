@@ -103,8 +103,10 @@ class GraphBuilder {
     return id;
   }
   int constant(const std::string& name, DType dtype, Shape shape) {
-    Tensor value = Tensor::zeros(dtype, shape);
-    const int id = graph_.add_value(name, {dtype, std::move(shape)});
+    return constant(name, Tensor::zeros(dtype, std::move(shape)));
+  }
+  int constant(const std::string& name, Tensor value) {
+    const int id = graph_.add_value(name, {value.dtype(), value.shape()});
     graph_.values[id].constant = std::move(value);
     return id;
   }

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "backends/cpu/cpu_device.h"
-#include "ir/infer.h"
+#include "cost/test_cluster.h"
 #include "pjrt_op_util.h"
 #include "runtime/executor.h"
 #include "util/random_tensor.h"
@@ -51,52 +51,32 @@ TEST(Lowering, MatMulWithFusedGelu) {
 // per-channel and scalar constants, a second activation from outside the chain (NCHW) and a
 // Flatten that reads the ONNX layout; every output as the CPU backend computes it.
 TEST(Lowering, ChannelsLastChainMatchesTheCpuBackend) {
-  Graph graph;
-  graph.opset = 17;
-  const auto value = [&](const std::string& name, Tensor tensor) {
-    const int id = graph.add_value(name, {tensor.dtype(), tensor.shape()});
-    graph.values[static_cast<size_t>(id)].constant = std::move(tensor);
-    return id;
-  };
-  const auto node = [&](const std::string& op, std::vector<int> inputs,
-                        std::map<std::string, Attribute, std::less<>> attributes = {}) {
-    Node n;
-    n.name = op + std::to_string(graph.nodes.size());
-    n.op_type = op;
-    n.inputs = std::move(inputs);
-    n.attributes = std::move(attributes);
-    n.outputs = {graph.add_value(n.name + "_out")};
-    graph.nodes.push_back(std::move(n));
-    return graph.nodes.back().outputs[0];
-  };
+  tandem::testing::GraphBuilder g;
   const auto ints = [](std::vector<int64_t> v) { return Attribute(std::move(v)); };
-  const int x = graph.add_value("x", {DType::kFloat32, {2, 8, 9, 9}});
-  const int other = graph.add_value("other", {DType::kFloat32, {2, 8, 9, 9}});
-  graph.inputs = {x, other};
-  const int conv = node("Conv",
-                        {x, value("w", random(DType::kFloat32, {8, 8, 3, 3}, 3)),
-                         value("b", random(DType::kFloat32, {8}, 4))},
-                        {{"pads", ints({1, 1, 1, 1})}});
-  const int swish = node("HardSwish", {conv});
-  const int scaled = node("Mul", {swish, value("scale", random(DType::kFloat32, {8, 1, 1}, 5))});
-  const int shifted = node("Add", {scaled, value("shift", random(DType::kFloat32, {}, 6))});
-  const int mixed = node("Add", {shifted, other});  // `other` has no channels-last form
-  const int depthwise = node(
-      "Conv",
-      {mixed, value("dw", random(DType::kFloat32, {8, 1, 5, 5}, 7)),
-       value("db", random(DType::kFloat32, {8}, 8)), shifted},
+  const auto weights = [&](const std::string& name, Shape shape, uint64_t seed) {
+    return g.constant(name, random(DType::kFloat32, std::move(shape), seed));
+  };
+  const int x = g.input("x", DType::kFloat32, {2, 8, 9, 9});
+  const int other = g.input("other", DType::kFloat32, {2, 8, 9, 9});
+  const int conv = g.node("Conv", {x, weights("w", {8, 8, 3, 3}, 3), weights("b", {8}, 4)},
+                          {{"pads", ints({1, 1, 1, 1})}});
+  const int swish = g.node("HardSwish", {conv});
+  const int scaled = g.node("Mul", {swish, weights("scale", {8, 1, 1}, 5)});
+  const int shifted = g.node("Add", {scaled, weights("shift", {}, 6)});
+  const int mixed = g.node("Add", {shifted, other});  // `other` has no channels-last form
+  const int depthwise = g.node(
+      "Conv", {mixed, weights("dw", {8, 1, 5, 5}, 7), weights("db", {8}, 8), shifted},
       {{"group", int64_t{8}}, {"pads", ints({2, 2, 2, 2})}, {"activation", std::string("Relu")}});
-  const int pooled = node(
+  const int pooled = g.node(
       "MaxPool", {depthwise},
       {{"kernel_shape", ints({3, 3})}, {"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}});
-  const int averaged =
-      node("AveragePool", {pooled}, {{"kernel_shape", ints({2, 2})}, {"pads", ints({0, 1, 1, 0})}});
-  const int squeezed = node("GlobalAveragePool", {averaged});
-  const int gate = node("Sigmoid", {squeezed});
-  const int excited = node("Mul", {averaged, gate});  // squeeze-excite: [2,8,5,5] x [2,8,1,1]
-  graph.outputs = {excited, node("Flatten", {node("GlobalMaxPool", {excited})}), swish};
-  graph.sort_topologically();
-  infer_graph(graph);
+  const int averaged = g.node("AveragePool", {pooled},
+                              {{"kernel_shape", ints({2, 2})}, {"pads", ints({0, 1, 1, 0})}});
+  const int squeezed = g.node("GlobalAveragePool", {averaged});
+  const int gate = g.node("Sigmoid", {squeezed});
+  const int excited = g.node("Mul", {averaged, gate});  // squeeze-excite: [2,8,5,5] x [2,8,1,1]
+  const Graph graph =
+      g.infer({excited, g.node("Flatten", {g.node("GlobalMaxPool", {excited})}), swish});
 
   const std::vector<Tensor> inputs = {random(DType::kFloat32, {2, 8, 9, 9}, 1),
                                       random(DType::kFloat32, {2, 8, 9, 9}, 2)};
