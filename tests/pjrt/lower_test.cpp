@@ -58,6 +58,7 @@ TEST(Lowering, ChannelsLastChainMatchesTheCpuBackend) {
   };
   const int x = g.input("x", DType::kFloat32, {2, 8, 9, 9});
   const int other = g.input("other", DType::kFloat32, {2, 8, 9, 9});
+  const int wide = g.input("wide", DType::kFloat32, {3, 1, 8, 9, 9});
   const int conv = g.node("Conv", {x, weights("w", {8, 8, 3, 3}, 3), weights("b", {8}, 4)},
                           {{"pads", ints({1, 1, 1, 1})}});
   const int swish = g.node("HardSwish", {conv});
@@ -76,10 +77,12 @@ TEST(Lowering, ChannelsLastChainMatchesTheCpuBackend) {
   const int gate = g.node("Sigmoid", {squeezed});
   const int excited = g.node("Mul", {averaged, gate});  // squeeze-excite: [2,8,5,5] x [2,8,1,1]
   const Graph graph =
-      g.infer({excited, g.node("Flatten", {g.node("GlobalMaxPool", {excited})}), swish});
+      g.infer({excited, g.node("Flatten", {g.node("GlobalMaxPool", {excited})}), swish,
+               g.node("Add", {conv, wide})});  // a rank-5 output: the ONNX layout broadcasts
 
   const std::vector<Tensor> inputs = {random(DType::kFloat32, {2, 8, 9, 9}, 1),
-                                      random(DType::kFloat32, {2, 8, 9, 9}, 2)};
+                                      random(DType::kFloat32, {2, 8, 9, 9}, 2),
+                                      random(DType::kFloat32, {3, 1, 8, 9, 9}, 9)};
   cpu::CpuDevice cpu;
   const std::vector<Tensor> expected = GraphExecutor(graph, cpu).run(inputs);
   const std::vector<Tensor> actual = GraphExecutor(graph, cpu_plugin_device()).run(inputs);

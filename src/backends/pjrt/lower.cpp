@@ -220,11 +220,13 @@ bool LowerContext::lower_channels_last(const Node& node, LowerRule rule) {
   bool any = false;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     if (!has_input(node, i)) continue;
+    const Value& value = graph_.values[static_cast<size_t>(node.inputs[i])];
     if (has_channels_last(node, i)) {
+      // A form of lower rank than the output would broadcast along the wrong axes.
+      if (value.type.shape.size() != rank) return false;
       any = true;
       continue;
     }
-    const Value& value = graph_.values[static_cast<size_t>(node.inputs[i])];
     // Transposing a full-size activation here would cost what the form saves.
     if (value.type.shape.size() > rank ||
         (!value.is_constant() && numel(value.type.shape) == numel(out_shape))) {
