@@ -297,6 +297,26 @@ TEST(Linalg, MatMulBatchedBroadcast) {
   }
 }
 
+// An empty contracting dim sums nothing: zeros, then the fused activation (was a division by
+// zero in the kernel's row count).
+TEST(Linalg, MatMulOverAnEmptyDimIsZeros) {
+  for (const auto& [sa, sb] : std::vector<std::pair<Shape, Shape>>{
+           {{3, 0}, {0, 4}}, {{2, 3, 0}, {0, 4}}, {{2, 3, 0}, {2, 0, 4}}}) {
+    SCOPED_TRACE(shape_str(sa) + " x " + shape_str(sb));
+    const Tensor a = Tensor::zeros(DType::kFloat32, sa), b = Tensor::zeros(DType::kFloat32, sb);
+    const Tensor y = run_op("MatMul", {a, b}).outputs[0];
+    expect_close(y, reference_matmul<float>(a, b));
+    const Tensor gated =
+        run_op("MatMul", {a, b}, {{"activation", std::string("Sigmoid")}}).outputs[0];
+    for (int64_t i = 0; i < gated.numel(); ++i) EXPECT_EQ(gated.data<float>()[i], 0.5f);
+  }
+  const OpResult gemm = run_op("Gemm",
+                               {Tensor::zeros(DType::kFloat32, {2, 0}),
+                                Tensor::zeros(DType::kFloat32, {0, 3}), f32({3}, {1, -2, 3})},
+                               {{"beta", 2.0f}});
+  expect_close(gemm.outputs[0], f32({2, 3}, {2, -4, 6, 2, -4, 6}));
+}
+
 TEST(Linalg, MatMulInt64) {
   const Tensor a = i64({2, 2, 3}, {1, 2, 3, 4, 5, 6, -1, -2, -3, 7, 8, 9});
   const Tensor b = i64({3, 1}, {1, 10, 100});

@@ -54,6 +54,7 @@ TEST(LowerLinalg, MatMulBySingleWeightMatrix) {
   expect_close("MatMul", {f32({2, 3, 7, 5}, 1), f32({5, 6}, 2)});
   expect_close("MatMul", {f32({2, 3, 5}, 3), f32({1, 5, 4}, 4)});
   expect_close("MatMul", {f32({3, 5}, 5), f32({1, 1, 5, 4}, 6)});
+  expect_close("MatMul", {f32({2, 3, 0}, 7), f32({0, 4}, 8)});  // nothing to sum: zeros
 }
 
 TEST(LowerLinalg, MatMulIntegersExactly) {

@@ -30,9 +30,9 @@ MatMulDims matmul_dims(const Shape& a, const Shape& b) {
   const int64_t k = a2.back();
   const int64_t n = b2.back();
   if (!b_has_batch) {
-    int64_t rows = 1;
-    for (int64_t d : a2) rows *= d;
-    return {{rows / k, k}, {k, n}, {rows / k, n}};
+    int64_t rows = 1;  // every dim of A but the last (k may be 0)
+    for (size_t i = 0; i + 1 < a2.size(); ++i) rows *= a2[i];
+    return {{rows, k}, {k, n}, {rows, n}};
   }
   const size_t rank = std::max(a2.size(), b2.size());
   a2.insert(a2.begin(), rank - a2.size(), 1);

@@ -76,7 +76,8 @@ void lower_matmul(LowerContext& context, const Node& node) {
   // over all rows. Broadcasting the weights along the batch would materialise a copy per row
   // (ViT: 1.4 GB for one 768x2304 projection), and XLA runs batched products row by row.
   if (std::all_of(w.shape.begin(), w.shape.end() - 2, [](int64_t d) { return d == 1; })) {
-    const int64_t rows = numel(a.shape) / k;
+    int64_t rows = 1;  // every dim of A but the last (k may be 0)
+    for (size_t i = 0; i + 1 < a.shape.size(); ++i) rows *= a.shape[i];
     const HloValue product =
         b.op("dot_general", {b.reshape(a, {rows, k}), b.reshape(w, {k, n})}, out.dtype, {rows, n},
              "dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [1], "
@@ -250,7 +251,8 @@ HloValue depthwise_as_sum(HloBuilder& b, const HloValue& x_last, const HloValue&
 
 // Computed channels-last, [N, spatial..., C] by [spatial..., I, O]: XLA's CPU backend runs
 // convolutions of that layout with Eigen's kernels and others with a naive loop nest, an order
-// of magnitude slower. The transposes at the edges cancel between consecutive convolutions.
+// of magnitude slower. It reads and makes channels-last forms (LowerContext), so a chain of
+// convolutions, pooling and elementwise ops transposes only where another op reads it.
 void lower_conv(LowerContext& context, const Node& node) {
   HloBuilder& b = context.builder();
   const Shape& x_shape = context.input_type(node, 0).shape;
