@@ -1,8 +1,6 @@
 #include "ir/fuse.h"
 
 #include <cmath>
-#include <set>
-#include <string>
 
 #include "ir/fuse_embedding_bag.h"
 #include "ir/infer.h"
@@ -30,13 +28,8 @@ class Fuser {
     graph_.erase_nodes(removed_);
     graph_.sort_topologically();
     // A Loop's outputs have shapes only a run knows, the EmbeddingBag it became static ones: the
-    // nodes after it take theirs now (a compiled device needs every shape static). Every node
-    // stays a node, as fusion promises.
-    if (stats_.embedding_bags_fused > 0) {
-      std::set<std::string> every_node;
-      for (const Node& node : graph_.nodes) every_node.insert(node.name);
-      infer_graph(graph_, every_node);
-    }
+    // nodes after it take theirs now (a compiled device needs every shape static).
+    if (stats_.embedding_bags_fused > 0) reinfer_keeping_nodes(graph_);
     return stats_;
   }
 

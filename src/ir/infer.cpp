@@ -155,4 +155,10 @@ void infer_graph(Graph& graph, const std::set<std::string>& keep) {
   infer_nodes(graph, keep);
 }
 
+void reinfer_keeping_nodes(Graph& graph) {
+  std::set<std::string> every_node;
+  for (const Node& node : graph.nodes) every_node.insert(node.name);
+  infer_graph(graph, every_node);
+}
+
 }  // namespace tandem

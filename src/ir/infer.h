@@ -13,6 +13,11 @@ namespace tandem {
 // outputs could be folded (a re-import at another batch that must have the same nodes).
 void infer_graph(Graph& graph, const std::set<std::string>& keep = {});
 
+// infer_graph again on a graph a pass has rewritten, every node kept a node: shapes that became
+// static (a folded value, a Loop made an EmbeddingBag) reach the nodes after them, and only the
+// pass decides which nodes go.
+void reinfer_keeping_nodes(Graph& graph);
+
 // Infers one node whose inputs carry their types: sets its outputs' types, their contents where
 // the op computes them cheaply from constant inputs (unless `keep`), and its cost. Returns whether
 // every output became a constant (the node can go). Throws InputError naming the node.

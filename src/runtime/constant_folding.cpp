@@ -163,9 +163,7 @@ ConstantFolding fold_constants(Graph& graph, int64_t max_bytes) {
     total.seconds += folded.seconds;
     if (folded.nodes == 0 || !has_dynamic_shapes(graph)) break;
     const auto start = std::chrono::steady_clock::now();
-    std::set<std::string> every_node;
-    for (const Node& node : graph.nodes) every_node.insert(node.name);
-    infer_graph(graph, every_node);
+    reinfer_keeping_nodes(graph);
     total.seconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }

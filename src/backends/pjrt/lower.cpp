@@ -178,13 +178,15 @@ std::vector<int64_t> to_channels_first(size_t rank) {
   return permutation;
 }
 
-Shape permuted_shape(const Shape& shape, std::span<const int64_t> permutation) {
+}  // namespace
+
+Shape channels_last_shape(const Shape& shape) {
   Shape result;
-  for (int64_t axis : permutation) result.push_back(shape[static_cast<size_t>(axis)]);
+  for (int64_t axis : to_channels_last(shape.size())) {
+    result.push_back(shape[static_cast<size_t>(axis)]);
+  }
   return result;
 }
-
-}  // namespace
 
 bool LowerContext::has_channels_last(const Node& node, size_t i) const {
   return has_input(node, i) && channels_last_[static_cast<size_t>(node.inputs[i])].has_value();
@@ -255,7 +257,7 @@ bool LowerContext::lower_channels_last(const Node& node, LowerRule rule) {
   }
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     const TensorType& type = output_type(node, i);
-    frame.output_types.push_back({type.dtype, permuted_shape(type.shape, permutation)});
+    frame.output_types.push_back({type.dtype, channels_last_shape(type.shape)});
   }
   frame_ = std::move(frame);
   try {

@@ -46,14 +46,6 @@ int64_t end_padding(const WindowGeometry& g, size_t axis, int64_t input, int64_t
   return std::max<int64_t>(needed, 0);
 }
 
-// [N, C, spatial...] as [N, spatial..., C].
-Shape channels_last_shape(const Shape& shape) {
-  Shape result{shape[0]};
-  result.insert(result.end(), shape.begin() + 2, shape.end());
-  result.push_back(shape[1]);
-  return result;
-}
-
 // ONNX MatMul (numpy matmul): batch dims broadcast, 1-D operands promoted and squeezed back.
 void lower_matmul(LowerContext& context, const Node& node) {
   HloBuilder& b = context.builder();

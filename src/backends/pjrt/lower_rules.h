@@ -117,6 +117,9 @@ HloValue apply_fused_activation(HloBuilder& b, const Node& node, const HloValue&
 // ArgMin and MaxPool's Indices.
 std::string arg_reduce_region(DType dtype, bool maximum, bool last);
 
+// [N, C, spatial...] as [N, spatial..., C]: the shape of a value's channels-last form.
+Shape channels_last_shape(const Shape& shape);
+
 // Numpy broadcasting of input `i` to output 0's shape, converted to `dtype`.
 HloValue broadcast_input(LowerContext& context, const Node& node, size_t i, DType dtype);
 
