@@ -1,5 +1,6 @@
 #include "calibrate/calibrate.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -123,8 +124,19 @@ std::vector<ImportedModel> load_models(const CalibrateOptions& options) {
     model_options.dims = options.dims;
     model_options.shapes = options.shapes;
     model_options.json = options.json;
+    model_options.every_dim_named = false;
     models.push_back(load_model(model_options));
     prepare_for_inference(models.back().graph);
+  }
+  // Models of different inputs share one --dim list: each dim must name some model's dimension.
+  for (const std::string& dim : options.dims) {
+    const std::string name = dim.substr(0, dim.find('='));
+    const bool named = std::any_of(models.begin(), models.end(), [&](const ImportedModel& model) {
+      return model.bound_dims.count(name) > 0;
+    });
+    if (!named && !models.empty()) {
+      throw InputError("--dim " + dim, "no model given has a symbolic dimension '" + name + "'");
+    }
   }
   return models;
 }

@@ -22,6 +22,9 @@ struct ModelOptions {
   std::vector<std::string> shapes;  // NAME=AxBxC
   std::vector<std::string> inputs;  // NAME=FILE.npy: the input's data, and its shape
   bool json = false;
+  // Whether every --dim must name one of this model's symbolic dimensions; a verb taking several
+  // models checks that each names one of some model's instead.
+  bool every_dim_named = true;
 };
 
 struct InspectOptions : ModelOptions {

@@ -95,7 +95,7 @@ ImportedModel load_model(const ModelOptions& options,
 };
 ImportedModel model = import_onnx(options.model, import);
 // A --dim that names no symbolic dimension would otherwise be silently ignored.
-for (const std::string& dim : options.dims) {
+for (const std::string& dim : options.every_dim_named ? options.dims : std::vector<std::string>{}) {
   const std::string name = split_assignment(dim, "--dim").first;
   if (model.bound_dims.count(name)) continue;
   std::string known;

@@ -66,6 +66,18 @@ class Calibrate(unittest.TestCase):
         self.assertTrue(any(key.startswith("MatMul(float32[2x256],") for key in op_seconds), op_seconds)
         self.assertTrue(all(seconds > 0 for seconds in op_seconds.values()))
 
+    def test_models_of_different_dims_share_one_dim_list(self):
+        # Each --dim binds the models that have it; mlp has no num_indices.
+        mlp = os.path.join(ZOO, "mlp", "model.onnx")
+        bags = os.path.join(ZOO, "torch_embeddingbag", "model.onnx")
+        result = tandem("calibrate", "--quick", "-o", self.profile, "--model", mlp, "--model",
+                        bags, "--dim", "batch=2", "--dim", "num_indices=10", "--json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(self.profile) as f:
+            op_seconds = json.load(f)["op_seconds"]
+        self.assertTrue(any(key.startswith("MatMul(float32[2x256],") for key in op_seconds))
+        self.assertTrue(any(key.startswith("EmbeddingBag(") for key in op_seconds), op_seconds)
+
 
 class BadInput(unittest.TestCase):
     """Bad input fails at once: exit status 2 and one line `tandem: error: <subject>: <what>`."""
@@ -80,6 +92,12 @@ class BadInput(unittest.TestCase):
     def test_missing_model(self):
         self.check_one_line_error(tandem("calibrate", "--quick", "--model", "/no/such/model.onnx"),
                                   "/no/such/model.onnx", "no such file")
+
+    def test_dim_no_model_has(self):
+        mlp = os.path.join(ZOO, "mlp", "model.onnx")
+        self.check_one_line_error(tandem("calibrate", "--quick", "--model", mlp, "--dim",
+                                         "batch=2", "--dim", "tokens=3"), "--dim tokens=3",
+                                  "no model given has")
 
     def test_output_in_missing_folder(self):
         self.check_one_line_error(tandem("calibrate", "--quick", "-o", "/no/such/folder/p.json"),
