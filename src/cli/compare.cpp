@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "ir/error.h"
 #include "plan/strategy.h"
+#include "plan/whole_machine.h"
 #include "report/compare_report.h"
 #include "runtime/constant_folding.h"
 #include "sim/simulator.h"
@@ -27,9 +28,14 @@ CompareColumn plan_on(const std::string& cluster_file, const CostModel& cost, co
   CompareColumn column;
   column.cluster = cluster_file;
   try {
-    const PlanningProblem problem(graph, cost.cluster(), cost, plan_options);
-    batch_refusal = problem.batch_refusal();
-    column.plan = *compare_strategies(problem, strategy, cluster_file, progress).back().plan;
+    const PlanningProblem given(graph, cost.cluster(), cost, plan_options);
+    batch_refusal = given.batch_refusal();
+    column.plan = *compare_strategies(given, strategy, cluster_file, progress).back().plan;
+    // As `tandem plan` plans: auto's plan against the machine as one device.
+    std::optional<PlannedCluster> whole;
+    if (strategy == "auto")
+      whole = compare_whole_machine(given, whole_machine_view(cost.cluster()), column.plan);
+    const PlanningProblem& problem = whole ? *whole->problem : given;
     column.bounds = problem.bounds();
     if (problem.best_single_device() >= 0)
       column.best_single_device = problem.cluster().devices[problem.best_single_device()].id;

@@ -9,6 +9,7 @@
 #include "plan/evaluate.h"
 #include "plan/plan_json.h"
 #include "plan/strategy.h"
+#include "plan/whole_machine.h"
 #include "report/device_costs.h"
 #include "report/html_report.h"
 #include "report/plan_report.h"
@@ -74,13 +75,16 @@ int plan_command(const PlanCommandOptions& options) {
   if (options.fuse) prepare_for_inference(model.graph);
   const Graph& graph = model.graph;
   const Cluster cluster = load_cluster(options.cluster);
-  const CostModel cost(cluster);
+  const WholeMachineView view = whole_machine_view(cluster);
+  // `single:local.cpu` asks for the machine as one device by name: planned on that view alone.
+  const bool view_only = names_whole_machine(options.strategy, cluster, view);
+  const CostModel cost(view_only ? *view.cluster : cluster);
   make_strategy(options.strategy, cost.cluster());  // an unknown one is refused before any work
   const BatchSplit split = batch_split_of(options, input_files, model, options.fuse);
-  const PlanningProblem problem(graph, cost.cluster(), cost, plan_options(options, split));
-  if (options.microbatches > 1 && !problem.batch_splittable() && !options.json) {
+  const PlanningProblem given(graph, cost.cluster(), cost, plan_options(options, split));
+  if (options.microbatches > 1 && !given.batch_splittable() && !options.json) {
     std::fprintf(stderr, "note: 1 micro-batch, not %d: the batch cannot be split (%s)\n",
-                 options.microbatches, problem.batch_refusal().c_str());
+                 options.microbatches, given.batch_refusal().c_str());
   }
 
   const bool interactive = isatty(fileno(stderr));
@@ -100,7 +104,7 @@ int plan_command(const PlanCommandOptions& options) {
   for (const auto& [name, shape] : bound.shapes) report.provenance.shapes[name] = shape.dims;
   report.provenance.fused = options.fuse;
   report.strategies = compare_strategies(
-      problem, options.strategy, model.path,
+      given, options.strategy, model.path,
       [&](const std::string& name, size_t index, size_t count) {
         const double elapsed =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -110,8 +114,15 @@ int plan_command(const PlanCommandOptions& options) {
         progress_shown = true;
       });
   if (progress_shown) std::fprintf(stderr, "\n");
-  const StrategyResult& result = report.strategies.back();
-  report.plan = *result.plan;
+  // Auto's plan against the machine as one device, where the cluster splits a machine's cores.
+  std::optional<PlannedCluster> whole;
+  if (options.strategy == "auto" && !view_only) {
+    whole = compare_whole_machine(given, view, *report.strategies.back().plan);
+    report.provenance.whole_machine = whole.has_value();
+  }
+  report.provenance.whole_machine |= view_only;
+  const PlanningProblem& problem = whole ? *whole->problem : given;
+  report.plan = *report.strategies.back().plan;
   if (!options.output.empty()) write_plan(options.output, report.plan, problem, report.provenance);
   // The simulator's result is the plan's prediction; the evaluator's figures rank strategies.
   SimulationOptions simulation_options;

@@ -20,6 +20,7 @@
 #include "plan/plan_json.h"
 #include "plan/strategies.h"
 #include "plan/strategy.h"
+#include "plan/whole_machine.h"
 #include "report/html_report.h"
 #include "report/segment_check.h"
 #include "report/table.h"
@@ -294,6 +295,33 @@ RunReport cluster_report(const RunOptions& options, const ClusterRun& run,
   return report;
 }
 
+// The whole-machine view's devices, in its order: those it keeps from the cluster as given
+// (`started`, by id) and its own, started now; the merged devices stop.
+std::vector<std::unique_ptr<Device>> devices_of_view(const Cluster& view,
+                                                     std::vector<std::unique_ptr<Device>> started,
+                                                     bool progress) {
+  Cluster own = view;  // the view's own devices, to start
+  own.devices.clear();
+  own.links.clear();
+  std::vector<std::unique_ptr<Device>> devices(view.devices.size());
+  for (size_t d = 0; d < view.devices.size(); ++d) {
+    const auto kept = std::find_if(started.begin(), started.end(), [&](const auto& device) {
+      return device && device->name() == view.devices[d].id;
+    });
+    if (kept != started.end()) {
+      devices[d] = std::move(*kept);
+    } else {
+      own.devices.push_back(view.devices[d]);
+    }
+  }
+  std::vector<std::unique_ptr<Device>> made = make_devices(own, progress);
+  size_t next = 0;
+  for (auto& device : devices) {
+    if (!device) device = std::move(made[next++]);
+  }
+  return devices;
+}
+
 }  // namespace
 
 RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
@@ -302,9 +330,21 @@ RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
                          const std::vector<Tensor>& inputs) {
   const Graph& graph = model.graph;
   const Cluster cluster = load_cluster(options.cluster);
-  const CostModel cost(cluster);
+  const WholeMachineView view = whole_machine_view(cluster);
+  // A plan file made on the machine as one device, or `--strategy single:<host>.cpu`: the
+  // whole-machine view from the start.
+  const bool view_only =
+      (!options.plan.empty() && options.strategy.empty())
+          ? plan_provenance(read_plan_document(options.plan), options.plan).whole_machine
+          : names_whole_machine(options.strategy, cluster, view);
+  if (view_only && !view.cluster)
+    throw InputError(options.plan, "it was made on the machine as one device, and " +
+                                       options.cluster + " has no such view any more (" +
+                                       view.why_not + ")");
+  const CostModel cost(view_only ? *view.cluster : cluster);
   // Every device starts (or the run is refused, naming it) before any planning or work.
-  const auto devices = make_devices(cost.cluster(), isatty(fileno(stderr)) && !options.json);
+  const bool progress = isatty(fileno(stderr)) && !options.json;
+  auto devices = make_devices(cost.cluster(), progress);
   const BatchSplit split = batch_split_of(options, input_files, model, options.fuse);
   PlanOptions plan_options;
   plan_options.batch = split.batch;
@@ -314,7 +354,7 @@ RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
     std::fprintf(stderr, "note: 1 micro-batch, not %d: the batch cannot be split (%s)\n",
                  options.microbatches, split.refusal.c_str());
   }
-  const PlanningProblem problem(graph, cost.cluster(), cost, plan_options);
+  const PlanningProblem given(graph, cost.cluster(), cost, plan_options);
   if (options.calibrate_from_run &&
       std::none_of(cluster.devices.begin(), cluster.devices.end(),
                    [](const DeviceSpec& device) { return !device.profile.empty(); }))
@@ -325,23 +365,34 @@ RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
                           options.calibrate_from_run;
   ClusterRun run;
   std::string failed_over;  // the device a failover left behind
-  const auto write_report = [&](const ClusterRun& ran, const PlanningProblem& planned) {
-    cli::write_report(options, ran, planned, model, split);
+  std::optional<PlannedCluster> whole;
+  const PlanningProblem* planned = &given;
+  const auto write_report = [&](const ClusterRun& ran, const PlanningProblem& on) {
+    cli::write_report(options, ran, on, model, split);
   };
 
   try {
-    const Plan plan = make_plan(options, problem, options.strategy);
-    if (options.verbose) say_plan(plan, problem);
+    Plan plan = make_plan(options, given, options.strategy);
+    // Auto's plan against the machine as one device, where the cluster splits a machine's cores.
+    if (options.plan.empty() && (options.strategy.empty() || options.strategy == "auto") &&
+        !view_only) {
+      whole = compare_whole_machine(given, view, plan);
+      if (whole) {
+        devices = devices_of_view(whole->cost->cluster(), std::move(devices), progress);
+        planned = whole->problem.get();
+      }
+    }
+    if (options.verbose) say_plan(plan, *planned);
     check_foldable(options, plan);
     run = run_plan(schedule, graph, split, plan, devices, inputs, record_ops);
-    write_report(run, problem);
-    if (options.calibrate_from_run) calibrate_from_run(run, problem);
+    write_report(run, *planned);
+    if (options.calibrate_from_run) calibrate_from_run(run, *planned);
   } catch (const DeviceFailure& failure) {
     if (!options.failover) throw;
     // Re-plan with `auto` onto the devices left, and run that plan from the start.
     PlanOptions remaining = plan_options;
     remaining.excluded.push_back(failure.device_name());
-    const PlanningProblem replanned(graph, cost.cluster(), cost, remaining);
+    const PlanningProblem replanned(graph, planned->cluster(), planned->cost(), remaining);
     std::fprintf(stderr, "tandem: %s failed (%s); failing over: re-planning onto the others\n",
                  failure.device_name().c_str(), failure.what());
     const Plan plan = make_plan(options, replanned, "auto");
@@ -356,7 +407,7 @@ RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
     run.timeline.source = "measured on this machine (" + options.cluster + ")";
     write_chrome_trace(options.trace, run.timeline);
   }
-  return cluster_report(options, run, problem, devices, failed_over);
+  return cluster_report(options, run, *planned, devices, failed_over);
 }
 
 #ifdef TANDEM_WITH_MPI

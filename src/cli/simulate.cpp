@@ -44,8 +44,7 @@ int simulate_command(const SimulateOptions& options) {
                                        error.what() + ")");
   }
   if (fuse) prepare_for_inference(model.graph);
-  const Cluster cluster = load_cluster(cluster_file);
-  const CostModel cost(cluster);
+  const CostModel cost(cluster_as_planned(cluster_file, provenance, options.plan));
   const BatchSplit split = batch_split_of(model_options, {}, model, fuse);
   const PlanningProblem problem(model.graph, cost.cluster(), cost,
                                 plan_options_of(document, split, options.plan));

@@ -79,6 +79,10 @@ struct HostSpec {
   // without staging it, so a path through it pays each link's latency and the slowest link's
   // bandwidth once.
   bool is_switch = false;
+  // The calibration profile of the host's CPU as one device, every core (`tandem calibrate`):
+  // the figures of the whole-machine view (whole_machine_view) where the host's CPU devices name
+  // profiles of their own.
+  std::string profile;
 };
 
 struct Cluster {
@@ -108,6 +112,21 @@ Cluster load_cluster_hosts(const std::string& path);
 // This machine's CPU as one device "cpu0" in host "local", backend cpu: figures from the generic
 // CPU preset, or from a calibration profile when one is given.
 Cluster local_cluster(const std::string& profile = "");
+
+// A host's CPU devices share its cores and memory: a split across them is worth making only when
+// it beats the machine as one device. The whole-machine view is the cluster with each such
+// host's CPU devices (two or more CPU devices run on its cores: the CPU backend's, a PJRT CPU
+// plugin's) replaced by one CPU-backend device `<host>.cpu` on all their cores (every core when
+// one of them takes every core), figures from their preset at those cores, then from the host's
+// `profile`. `cluster` is empty when no host shares its cores between CPU devices, or when a
+// host that does cannot be merged (`why_not` says why: devices of different presets, links of
+// their own, profiles without one for the host).
+struct WholeMachineView {
+  std::optional<Cluster> cluster;
+  std::string why_not;
+  std::vector<std::string> merged;  // "local.cpu (cpu0 + cpu1)" per merged host
+};
+WholeMachineView whole_machine_view(const Cluster& cluster);
 
 // Whether `id` may name a host or device: letters, digits, '_', '-', '.'.
 bool valid_cluster_id(std::string_view id);

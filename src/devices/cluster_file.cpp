@@ -2,11 +2,13 @@
 // the file, the line and the field.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <thread>
 #include <unordered_map>
+#include <variant>
 
 #include "devices/cluster.h"
 #include "devices/figures_yaml.h"
@@ -143,7 +145,7 @@ class ClusterReader {
     file_.expect_sequence(hosts, "hosts");
     for (size_t i = 0; i < hosts.size(); ++i) {
       const std::string field = "hosts[" + std::to_string(i) + "]";
-      if (hosts[i].IsMap()) file_.check_keys(hosts[i], field, {"id", "switch"});
+      if (hosts[i].IsMap()) file_.check_keys(hosts[i], field, {"id", "switch", "profile"});
       const YAML::Node id_node = hosts[i].IsMap() ? hosts[i]["id"] : hosts[i];
       if (!id_node) file_.fail(hosts[i], field, "missing 'id'");
       HostSpec host;
@@ -154,6 +156,13 @@ class ClusterReader {
         if (value != "true" && value != "false")
           file_.fail(hosts[i]["switch"], field + ".switch", "expected true or false");
         host.is_switch = value == "true";
+      }
+      if (hosts[i].IsMap() && hosts[i]["profile"]) {
+        const YAML::Node& node = hosts[i]["profile"];
+        if (host.is_switch) file_.fail(node, field + ".profile", "a switch has no CPU to profile");
+        host.profile = beside_file(file_.scalar(node, field + ".profile"));
+        if (read_profile_of(node, field + ".profile", host.profile).kind != DeviceKind::kCpu)
+          file_.fail(node, field + ".profile", "the profile measured no CPU");
       }
       claim_id(host.id, id_node, field + ".id");
       host_index_.emplace(host.id, cluster_.hosts.size());
@@ -301,14 +310,18 @@ class ClusterReader {
     return (std::filesystem::path(file_.path()).parent_path() / named).string();
   }
 
-  void apply_profile_of(const YAML::Node& node, const std::string& field, DeviceSpec& device) {
-    device.profile = beside_file(file_.scalar(node, field));
-    CalibrationProfile profile;
+  CalibrationProfile read_profile_of(const YAML::Node& node, const std::string& field,
+                                     const std::string& path) const {
     try {
-      profile = read_profile(device.profile);
+      return read_profile(path);
     } catch (const InputError& e) {
       file_.fail(node, field, e.subject() + ": " + e.what());
     }
+  }
+
+  void apply_profile_of(const YAML::Node& node, const std::string& field, DeviceSpec& device) {
+    device.profile = beside_file(file_.scalar(node, field));
+    const CalibrationProfile profile = read_profile_of(node, field, device.profile);
     if (profile.kind != device.kind) {
       file_.fail(node, field,
                  "the profile measured a " + std::string(device_kind_name(profile.kind)) +
@@ -664,6 +677,116 @@ Cluster local_cluster(const std::string& profile_path) {
   const std::string problem = add_implicit_host_link(cluster, cluster.devices.back(), "");
   if (!problem.empty()) throw InputError(presets_directory(), preset_name + (": " + problem));
   return cluster;
+}
+
+namespace {
+
+// A device that computes on its host's CPU cores: the CPU backend's, or a PJRT CPU plugin's.
+bool runs_on_host_cores(const DeviceSpec& device) {
+  return device.kind == DeviceKind::kCpu &&
+         (device.backend == BackendKind::kCpu || device.backend == BackendKind::kPjrt);
+}
+
+// The host's CPU devices as one, or why they cannot be: `members` are their indices.
+std::variant<DeviceSpec, std::string> merged_cpu(const Cluster& cluster, const HostSpec& host,
+                                                 const std::vector<int>& members) {
+  DeviceSpec whole;
+  whole.id = host.id + ".cpu";
+  whole.kind = DeviceKind::kCpu;
+  whole.host = host.id;
+  whole.backend = BackendKind::kCpu;
+  whole.line = host.line;
+  if (cluster.device_index(whole.id) >= 0) return "a device is already named " + whole.id;
+  bool every_core = false, profiled = false;
+  for (int d : members) {
+    const DeviceSpec& device = cluster.devices[d];
+    every_core |= device.cores == 0;
+    whole.cores += device.cores;
+    profiled |= !device.profile.empty();
+    if (device.preset != cluster.devices[members[0]].preset)
+      return "its CPU devices name different presets (" + cluster.devices[members[0]].preset +
+             ", " + device.preset + ")";
+    for (const LinkSpec& link : cluster.links) {
+      if (!link.implicit && (link.from == device.id || link.to == device.id))
+        return device.id + " has links of its own";
+    }
+  }
+  if (every_core) whole.cores = 0;
+  whole.preset = cluster.devices[members[0]].preset;
+  const DevicePreset* preset =
+      whole.preset.empty() ? nullptr : PresetLibrary::instance().find_device(whole.preset);
+  if (!preset && host.profile.empty())
+    return "its CPU devices name no preset and the host no profile";
+  // A split calibrated on this machine against a whole machine priced by a preset would favour
+  // the guess: measured figures on both sides, or on neither.
+  if (profiled && host.profile.empty())
+    return "its CPU devices name profiles and the host none for its CPU as one device (hosts: "
+           "[{id: " +
+           host.id + ", profile: FILE}], FILE from `tandem calibrate`)";
+  if (preset) whole.figures = preset_figures(*preset, whole.cores);
+  if (!host.profile.empty()) {
+    apply_profile(whole.figures, read_profile(host.profile), host.profile);
+    whole.profile = host.profile;
+  }
+  return whole;
+}
+
+}  // namespace
+
+WholeMachineView whole_machine_view(const Cluster& cluster) {
+  WholeMachineView view;
+  Cluster merged = cluster;
+  merged.devices.clear();
+  std::set<std::string> gone;  // members' ids
+  std::vector<DeviceSpec> wholes;
+  for (const HostSpec& host : cluster.hosts) {
+    std::vector<int> members;
+    for (size_t d = 0; d < cluster.devices.size(); ++d) {
+      const DeviceSpec& device = cluster.devices[d];
+      if (device.host == host.id && runs_on_host_cores(device))
+        members.push_back(static_cast<int>(d));
+    }
+    if (members.size() < 2) continue;
+    const bool cpu_backend = std::any_of(members.begin(), members.end(), [&](int d) {
+      return cluster.devices[d].backend == BackendKind::kCpu;
+    });
+    if (!cpu_backend) continue;  // PJRT CPU devices alone: each already plans on every core
+    auto whole = merged_cpu(cluster, host, members);
+    if (auto* why = std::get_if<std::string>(&whole)) {
+      view.why_not += (view.why_not.empty() ? "host " : "; host ") + host.id + ": " + *why;
+      continue;
+    }
+    std::string names;
+    for (int d : members) {
+      gone.insert(cluster.devices[d].id);
+      names += (names.empty() ? "" : " + ") + cluster.devices[d].id;
+    }
+    view.merged.push_back(std::get<DeviceSpec>(whole).id + " (" + names + ")");
+    wholes.push_back(std::move(std::get<DeviceSpec>(whole)));
+  }
+  if (wholes.empty()) return view;
+  // Each whole-machine device takes its first member's place; the other devices keep theirs.
+  std::vector<bool> placed(wholes.size(), false);
+  for (const DeviceSpec& device : cluster.devices) {
+    if (!gone.count(device.id)) {
+      merged.devices.push_back(device);
+      continue;
+    }
+    for (size_t w = 0; w < wholes.size(); ++w) {
+      if (wholes[w].host == device.host && !placed[w]) {
+        merged.devices.push_back(wholes[w]);
+        placed[w] = true;
+      }
+    }
+  }
+  std::erase_if(merged.links,
+                [&](const LinkSpec& link) { return gone.count(link.from) || gone.count(link.to); });
+  for (const DeviceSpec& whole : wholes) {
+    const std::string problem = add_implicit_host_link(merged, whole, "");
+    if (!problem.empty()) return {std::nullopt, "host " + whole.host + ": " + problem, {}};
+  }
+  view.cluster = std::move(merged);
+  return view;
 }
 
 }  // namespace tandem

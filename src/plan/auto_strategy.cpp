@@ -9,7 +9,6 @@
 // the model.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include "plan/chain_placement.h"
 #include "plan/evaluate.h"
@@ -23,30 +22,10 @@ namespace {
 constexpr double kSearchWork = 3e7;
 constexpr int kMostEvaluations = 4000, kLeastEvaluations = 16;
 
-// Lower is better; +infinity for a plan the objective refuses.
-double score(const PlanningProblem& problem, const Plan& plan) {
-  const Prediction& predicted = plan.predicted;
-  switch (problem.options().objective) {
-    case Objective::kLatency: return predicted.latency_seconds;
-    case Objective::kThroughput:
-      return predicted.throughput_samples_per_second > 0
-                 ? 1 / predicted.throughput_samples_per_second
-                 : kInfinity;
-    case Objective::kCost: {
-      const double limit = problem.options().max_latency_seconds;
-      if (limit > 0 && predicted.latency_seconds > limit) return kInfinity;
-      // Without prices every plan costs 0: then the faster wins.
-      return predicted.cost_per_million_samples > 0 ? predicted.cost_per_million_samples
-                                                    : predicted.latency_seconds;
-    }
-  }
-  return kInfinity;
-}
-
 class LocalSearch {
  public:
   LocalSearch(const PlanningProblem& problem, Plan plan)
-      : problem_(problem), best_(std::move(plan)), best_score_(score(problem, best_)) {
+      : problem_(problem), best_(std::move(plan)), best_score_(objective_score(problem, best_)) {
     // What the search never reads, and every candidate would copy (a data-parallel plan's
     // segments are the whole order once per device): run() evaluates the plan kept in full.
     best_.figure_sources.clear();
@@ -81,7 +60,7 @@ class LocalSearch {
     if (budget_ <= 0) return false;
     --budget_;
     evaluate_for_search(problem_, candidate);
-    const double candidate_score = score(problem_, candidate);
+    const double candidate_score = objective_score(problem_, candidate);
     if (candidate_score >= best_score_ * (1 - 1e-9)) return false;
     if (!check_memory(problem_, candidate).fits) return false;
     best_ = std::move(candidate);
@@ -275,33 +254,6 @@ std::optional<Plan> chain_plan(const PlanningProblem& problem) {
   return plan;
 }
 
-// The objective's figure as a reason quotes it: "425 us", "812 samples/s", "$0.41 per M".
-std::string figure_text(const PlanningProblem& problem, const Plan& plan) {
-  const Prediction& predicted = plan.predicted;
-  char text[64];
-  switch (problem.options().objective) {
-    case Objective::kThroughput:
-      std::snprintf(text, sizeof text, "%.4g samples/s", predicted.throughput_samples_per_second);
-      return text;
-    case Objective::kCost:
-      if (predicted.cost_per_million_samples > 0) {
-        std::snprintf(text, sizeof text, "$%.3g per M samples", predicted.cost_per_million_samples);
-        return text;
-      }
-      [[fallthrough]];  // without prices plans are ranked by latency (score)
-    case Objective::kLatency: break;
-  }
-  const double seconds = predicted.latency_seconds;
-  if (seconds < 1e-3) {
-    std::snprintf(text, sizeof text, "%.3g us", seconds * 1e6);
-  } else if (seconds < 1) {
-    std::snprintf(text, sizeof text, "%.3g ms", seconds * 1e3);
-  } else {
-    std::snprintf(text, sizeof text, "%.3g s", seconds);
-  }
-  return text;
-}
-
 class AutoStrategy : public Strategy {
  public:
   std::string name() const override { return "auto"; }
@@ -313,14 +265,15 @@ class AutoStrategy : public Strategy {
     }
     if (std::optional<Plan> chain = chain_plan(problem)) candidates.push_back(*chain);
     // Plans the objective refuses (slower than --max-latency) are no candidates.
-    std::erase_if(candidates, [&](const Plan& plan) { return score(problem, plan) == kInfinity; });
+    std::erase_if(candidates,
+                  [&](const Plan& plan) { return objective_score(problem, plan) == kInfinity; });
     if (candidates.empty()) return std::nullopt;
     // Best first; ties keep the baselines' order.
     std::stable_sort(candidates.begin(), candidates.end(), [&](const Plan& a, const Plan& b) {
-      return score(problem, a) < score(problem, b);
+      return objective_score(problem, a) < objective_score(problem, b);
     });
     const Plan& best = candidates.front();
-    const double best_score = score(problem, best);
+    const double best_score = objective_score(problem, best);
     const bool by_latency = problem.options().objective == Objective::kCost &&
                             best.predicted.cost_per_million_samples <= 0;
     const std::string figure = by_latency
@@ -328,16 +281,16 @@ class AutoStrategy : public Strategy {
                                    : std::string(objective_name(problem.options().objective));
     std::string reason = candidates.size() == 1
                              ? "the only feasible candidate (" + best.strategy + " " +
-                                   figure_text(problem, best) + ")"
+                                   objective_text(problem, best) + ")"
                              : "best predicted " + figure + " of " +
                                    std::to_string(candidates.size()) + " feasible candidates (" +
-                                   best.strategy + " " + figure_text(problem, best) + "; next " +
+                                   best.strategy + " " + objective_text(problem, best) + "; next " +
                                    candidates[1].strategy + " " +
-                                   figure_text(problem, candidates[1]) + ")";
+                                   objective_text(problem, candidates[1]) + ")";
     std::string chosen = best.strategy;
     Plan refined = LocalSearch(problem, best).run();
-    if (score(problem, refined) < best_score)
-      reason += "; local search improved it to " + figure_text(problem, refined);
+    if (objective_score(problem, refined) < best_score)
+      reason += "; local search improved it to " + objective_text(problem, refined);
     refined.strategy = "auto";
     refined.chosen = std::move(chosen);
     refined.reason = std::move(reason);

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <unordered_map>
 
@@ -606,6 +607,51 @@ double lower_bound(const PlanningProblem& problem) {
     case Objective::kCost: return bounds.cost_per_million_samples;
   }
   return 0;
+}
+
+double objective_score(const PlanningProblem& problem, const Plan& plan) {
+  const Prediction& predicted = plan.predicted;
+  switch (problem.options().objective) {
+    case Objective::kLatency: return predicted.latency_seconds;
+    case Objective::kThroughput:
+      return predicted.throughput_samples_per_second > 0
+                 ? 1 / predicted.throughput_samples_per_second
+                 : kInfinity;
+    case Objective::kCost: {
+      const double limit = problem.options().max_latency_seconds;
+      if (limit > 0 && predicted.latency_seconds > limit) return kInfinity;
+      // Without prices every plan costs 0: then the faster wins.
+      return predicted.cost_per_million_samples > 0 ? predicted.cost_per_million_samples
+                                                    : predicted.latency_seconds;
+    }
+  }
+  return kInfinity;
+}
+
+std::string objective_text(const PlanningProblem& problem, const Plan& plan) {
+  const Prediction& predicted = plan.predicted;
+  char text[64];
+  switch (problem.options().objective) {
+    case Objective::kThroughput:
+      std::snprintf(text, sizeof text, "%.4g samples/s", predicted.throughput_samples_per_second);
+      return text;
+    case Objective::kCost:
+      if (predicted.cost_per_million_samples > 0) {
+        std::snprintf(text, sizeof text, "$%.3g per M samples", predicted.cost_per_million_samples);
+        return text;
+      }
+      [[fallthrough]];  // without prices plans are ranked by latency (score)
+    case Objective::kLatency: break;
+  }
+  const double seconds = predicted.latency_seconds;
+  if (seconds < 1e-3) {
+    std::snprintf(text, sizeof text, "%.3g us", seconds * 1e6);
+  } else if (seconds < 1) {
+    std::snprintf(text, sizeof text, "%.3g ms", seconds * 1e3);
+  } else {
+    std::snprintf(text, sizeof text, "%.3g s", seconds);
+  }
+  return text;
 }
 
 }  // namespace tandem

@@ -1,4 +1,6 @@
 #pragma once
+#include <string>
+
 #include "plan/plan.h"
 #include "plan/problem.h"
 
@@ -19,6 +21,13 @@ void evaluate_for_search(const PlanningProblem& problem, Plan& plan);
 // in plan.order): where a segment's run, and a compiled device's program step, begins. The
 // evaluator and the simulator charge PlanningProblem::segment_overhead there.
 std::vector<char> segment_starts(const Plan& plan, const std::vector<int>& position);
+
+// The plan's figure on the problem's objective, lower is better (the latency; 1 / throughput;
+// the cost per million samples, +infinity past the latency limit, the latency where no device
+// has a price); +infinity for a plan the objective refuses.
+double objective_score(const PlanningProblem& problem, const Plan& plan);
+// The objective's figure as a reason quotes it: "425 us", "812 samples/s", "$0.41 per M".
+std::string objective_text(const PlanningProblem& problem, const Plan& plan);
 
 // Whether the plan fits every device's memory; when not, names the first device that is
 // short and by how many bytes.

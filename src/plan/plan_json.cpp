@@ -207,6 +207,7 @@ nlohmann::json plan_json(const Plan& plan, const PlanningProblem& problem,
   for (const auto& [name, shape] : provenance.shapes) shapes[name] = shape;
   json["shapes"] = shapes;
   json["fused"] = provenance.fused;
+  json["cluster_view"] = provenance.whole_machine ? "whole machine" : "as given";
   json["strategy"] = plan.strategy;
   json["chosen"] = plan.chosen.empty() ? plan.strategy : plan.chosen;
   json["reason"] = plan.reason;
@@ -347,7 +348,26 @@ PlanProvenance plan_provenance(const nlohmann::json& json, const std::string& fi
   const nlohmann::json& fused = at(json, "fused", "fused");
   if (!fused.is_boolean()) fail_field(file, "fused", "expected true or false");
   provenance.fused = fused.get<bool>();
+  // Plans made before views existed were made on the cluster as given.
+  if (json.contains("cluster_view")) {
+    const nlohmann::json& view = json["cluster_view"];
+    if (view != "as given" && view != "whole machine")
+      fail_field(file, "cluster_view", "expected \"as given\" or \"whole machine\"");
+    provenance.whole_machine = view == "whole machine";
+  }
   return provenance;
+}
+
+Cluster cluster_as_planned(const std::string& cluster_file, const PlanProvenance& provenance,
+                           const std::string& plan_file) {
+  Cluster cluster = load_cluster(cluster_file);
+  if (!provenance.whole_machine) return cluster;
+  WholeMachineView view = whole_machine_view(cluster);
+  if (!view.cluster)
+    throw InputError(plan_file, "it was made on the machine as one device, and " + cluster_file +
+                                    " has no such view" +
+                                    (view.why_not.empty() ? "" : " (" + view.why_not + ")"));
+  return std::move(*view.cluster);
 }
 
 void check_unchanged(const PlanSource& source, const std::string& what, const std::string& file) {

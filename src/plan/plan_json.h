@@ -30,6 +30,9 @@ struct PlanProvenance {
   std::map<std::string, int64_t> dims;  // --dim NAME=N
   std::map<std::string, Shape> shapes;  // --shape NAME=AxB and the --input files' shapes
   bool fused = true;                    // planned for the graph fused for inference
+  // Planned on the cluster's whole-machine view (whole_machine_view, devices/cluster.h): each
+  // host's CPU devices as one device.
+  bool whole_machine = false;
   // The bindings as the command line takes them: "batch=8" for --dim, "x=8x3x224x224" for
   // --shape.
   std::vector<std::string> dim_arguments() const;
@@ -52,6 +55,11 @@ PlanProvenance plan_provenance(const nlohmann::json& document, const std::string
 void check_unchanged(const PlanSource& source, const std::string& what, const std::string& file);
 // Both the model and the cluster.
 void check_provenance(const PlanProvenance& provenance, const std::string& file);
+
+// The cluster a plan was made on: the file's, or its whole-machine view where the plan was made
+// on that (InputError naming `plan_file` when the cluster has no such view any more).
+Cluster cluster_as_planned(const std::string& cluster_file, const PlanProvenance& provenance,
+                           const std::string& plan_file);
 
 // Reads a plan for this problem's graph and cluster; throws InputError naming the file and the
 // field when the file is not a plan of this version, or does not match the model or cluster.

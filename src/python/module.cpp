@@ -25,6 +25,7 @@
 #include "onnx/importer.h"
 #include "plan/compare.h"
 #include "plan/plan_json.h"
+#include "plan/whole_machine.h"
 #include "python/arrays.h"
 #include "report/html_report.h"
 #include "report/json_schema.h"
@@ -239,6 +240,7 @@ struct PlanState {
   std::string asked;  // the strategy asked for
   std::vector<StrategyResult> strategies;
   Plan plan;
+  bool whole_machine = false;  // planned on the cluster's whole-machine view
 
   std::mutex mutex;  // one run at a time, and the executor made once
   std::vector<std::unique_ptr<Device>> devices;
@@ -266,6 +268,7 @@ struct PlanState {
     for (const std::string& name : model->imported.unbound_dims) made_from.dims[name] = 1;
     made_from.shapes = model->shapes;
     made_from.fused = model->fused;
+    made_from.whole_machine = whole_machine;
     return made_from;
   }
 
@@ -325,6 +328,17 @@ PlanHandle make_plan(const Model& model, const ClusterHandle& cluster, const std
       return options;
     });
     state->strategies = compare_strategies(*state->problem, strategy, model.loaded().path);
+    // As `tandem plan` plans: auto's plan against the machine as one device.
+    if (strategy == "auto") {
+      std::optional<PlannedCluster> whole = compare_whole_machine(
+          *state->problem, whole_machine_view(*state->cluster), *state->strategies.back().plan);
+      if (whole) {
+        state->cluster = std::make_shared<const Cluster>(whole->cost->cluster());
+        state->problem = std::move(whole->problem);
+        state->cost = std::move(whole->cost);
+        state->whole_machine = true;
+      }
+    }
     state->plan = *state->strategies.back().plan;
   }
   return {state};
@@ -340,10 +354,12 @@ PlanHandle load_plan(const std::filesystem::path& file) {
     check_provenance(made_from, path);
     state->model =
         import_model(made_from.model.resolved(), made_from.dims, made_from.shapes, made_from.fused);
-    state->cluster = std::make_shared<const Cluster>(load_cluster(made_from.cluster.resolved()));
+    state->cluster = std::make_shared<const Cluster>(
+        cluster_as_planned(made_from.cluster.resolved(), made_from, path));
     state->make_problem(
         [&](const BatchSplit& split) { return plan_options_of(document, split, path); });
     state->plan = plan_from_json(document, *state->problem, path);
+    state->whole_machine = made_from.whole_machine;
     state->asked = state->plan.strategy;
     state->strategies.push_back({state->plan.strategy, state->plan, "", 0});
   }

@@ -109,6 +109,62 @@ class Plan(unittest.TestCase):
             self.assertIn("auto chose " + plan["chosen"] + ": " + plan["reason"], result.stdout)
             self.assertEqual((plan["dims"], plan["fused"]), ({"batch": 8}, False))
 
+    def test_auto_compares_a_split_with_the_machine_as_one_device(self):
+        # At batch 1 nothing shares out the samples: the two cores as one device beat any split.
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "plan.json")
+            result = tandem("plan", model("tv_resnet18"), "--cluster", cluster("cpu-split.yaml"),
+                            "--dim", "batch=1", "-o", path, "--json")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            plan = json.loads(result.stdout)
+            self.assertEqual(plan["cluster_view"], "whole machine")
+            self.assertEqual([device["id"] for device in plan["devices"]], ["local.cpu"])
+            self.assertEqual({node["device"] for node in plan["nodes"]}, {"local.cpu"})
+            self.assertIn("on the machine as one device, local.cpu (cpu0 + cpu1), against ",
+                          plan["reason"])
+            # The plan file is run and simulated on the same view of the same cluster file.
+            simulated = tandem("simulate", path, "--json")
+            self.assertEqual(simulated.returncode, 0, simulated.stderr)
+            self.assertAlmostEqual(json.loads(simulated.stdout)["planner_estimate"]["latency_s"],
+                                   plan["predicted"]["latency_s"],
+                                   delta=1e-6 * plan["predicted"]["latency_s"])
+        # A split that wins says what it beat.
+        result = tandem("plan", model("mlp"), "--cluster", cluster("cpu-split.yaml"),
+                        "--strategy", "auto", "--json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        plan = json.loads(result.stdout)
+        if plan["cluster_view"] == "as given":
+            self.assertIn("; against ", plan["reason"])
+            self.assertIn("on the machine as one device, local.cpu (cpu0 + cpu1)", plan["reason"])
+
+    def test_the_machine_as_one_device_by_name_and_when_not_compared(self):
+        result = tandem("plan", model("mlp"), "--cluster", cluster("cpu-split.yaml"),
+                        "--strategy", "single:local.cpu", "--json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        plan = json.loads(result.stdout)
+        self.assertEqual((plan["cluster_view"], plan["strategy"]), ("whole machine", "single:local.cpu"))
+        # Ops pinned to one of the devices it merges: the user has chosen among them.
+        result = tandem("plan", model("tv_resnet18"), "--cluster", cluster("cpu-split.yaml"),
+                        "--dim", "batch=1", "--pin", "Gemm=cpu1", "--json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        plan = json.loads(result.stdout)
+        self.assertEqual(plan["cluster_view"], "as given")
+        self.assertIn("the machine as one device not compared: ops are pinned to cpu1",
+                      plan["reason"])
+
+    def test_a_bad_cluster_view_in_a_plan_file(self):
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "plan.json")
+            result = tandem("plan", model("mlp"), "--cluster", cluster("cpu-split.yaml"),
+                            "--strategy", "heft", "-o", path)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(path) as f:
+                plan = json.load(f)
+            plan["cluster_view"] = "half"
+            with open(path, "w") as f:
+                json.dump(plan, f)
+            self.assert_bad_input(tandem("simulate", path), path, "cluster_view")
+
     def test_microbatches_never_beat_the_bound(self):
         # Batch 1 cannot be split (one micro-batch); batch 8 is split into 4.
         for batch, microbatches in (("1", 1), ("8", 4)):

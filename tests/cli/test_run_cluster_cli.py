@@ -281,6 +281,23 @@ class RunCluster(unittest.TestCase):
         self.assertEqual(result.returncode, 2, result.stdout)
         self.assertIn("the batch cannot be split", result.stderr)
 
+    def test_the_machine_as_one_device_runs_from_its_name_and_from_a_plan_file(self):
+        result = tandem("run", *model_args("resnet"), *SPLIT, "--strategy", "single:local.cpu",
+                        "--json")
+        self.assertEqual(result.returncode, 0, result.stderr)  # --expect: ONNX Runtime's outputs
+        plan = json.loads(result.stdout)["plan"]
+        self.assertEqual([device["id"] for device in plan["devices"]], ["local.cpu"])
+        self.assertGreater(plan["devices"][0]["busy_s"], 0)
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "plan.json")
+            made = tandem("plan", *model_and_dims("resnet"), "--cluster", SPLIT[1], "--strategy",
+                          "single:local.cpu", "-o", path)
+            self.assertEqual(made.returncode, 0, made.stderr)
+            result = tandem("run", "--plan", path, *model_args("resnet")[3:], "--iterations", "1",
+                            "--json")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual(json.loads(result.stdout)["plan"]["strategy"], "single:local.cpu")
+
     def test_single_device_run_is_unchanged(self):
         result = tandem("run", *model_args("mlp"), "--iterations", "1")
         self.assertEqual(result.returncode, 0, result.stderr)

@@ -421,5 +421,106 @@ TEST_F(ClusterFile, ErrorMissingFile) {
   }
 }
 
+// The whole machine as one device: a host's CPU devices merged into `<host>.cpu`.
+constexpr const char* kSplitHost = R"(hosts: [local, remote]
+devices:
+  - {id: cpu, count: 2, preset: cpu-generic-avx2, host: local, cores: 1}
+  - {id: gpu0, preset: nvidia-h100-sxm, host: local}
+  - {id: far, preset: cpu-generic-avx2, host: remote, cores: 4}
+links:
+  - {from: local, to: remote, kind: network, bandwidth: 10 GB/s, latency: 10 us}
+)";
+
+TEST_F(ClusterFile, WholeMachineViewMergesAHostsCpuDevices) {
+  const Cluster cluster = load_cluster(write(kSplitHost));
+  const WholeMachineView view = whole_machine_view(cluster);
+  ASSERT_TRUE(view.cluster) << view.why_not;
+  ASSERT_EQ(view.merged, std::vector<std::string>{"local.cpu (cpu0 + cpu1)"});
+  const Cluster& whole = *view.cluster;
+  // The merged device takes its first member's place; a host with one CPU device keeps it.
+  ASSERT_EQ(whole.devices.size(), 3u);
+  EXPECT_EQ(whole.devices[0].id, "local.cpu");
+  EXPECT_EQ(whole.devices[1].id, "gpu0");
+  EXPECT_EQ(whole.devices[2].id, "far");
+  const DeviceSpec& cpu = whole.devices[0];
+  EXPECT_EQ(cpu.cores, 2);
+  EXPECT_EQ(cpu.backend, BackendKind::kCpu);
+  // Compute scales with the cores, from the same preset.
+  const auto fp32 = static_cast<size_t>(Precision::kFp32);
+  EXPECT_DOUBLE_EQ(cpu.figures.matrix_flops[fp32].value,
+                   2 * cluster.devices[0].figures.matrix_flops[fp32].value);
+  // Its own link to host memory, none of the members'; routes still reach every device.
+  for (const LinkSpec& link : whole.links) {
+    EXPECT_NE(link.from, "cpu0");
+    EXPECT_NE(link.from, "cpu1");
+  }
+  EXPECT_FALSE(whole.path(0, 2).empty());
+  EXPECT_FALSE(whole.path(0, 1).empty());
+}
+
+TEST_F(ClusterFile, WholeMachineViewOfDevicesOnEveryCoreTakesEveryCore) {
+  const Cluster cluster = load_cluster(write(R"(hosts: [local]
+devices:
+  - {id: cpu0, preset: cpu-generic-avx2, host: local, backend: cpu, cores: 1}
+  - {id: pjrt0, preset: cpu-generic-avx2, host: local, backend: pjrt}
+)"));
+  const WholeMachineView view = whole_machine_view(cluster);
+  ASSERT_TRUE(view.cluster) << view.why_not;
+  ASSERT_EQ(view.cluster->devices.size(), 1u);
+  EXPECT_EQ(view.cluster->devices[0].cores, 0);  // the PJRT CPU plugin runs on every core
+  EXPECT_EQ(view.cluster->devices[0].backend, BackendKind::kCpu);
+}
+
+TEST_F(ClusterFile, NoWholeMachineViewWithoutSharedCores) {
+  const WholeMachineView one = whole_machine_view(load_cluster(write(kOneGpu)));
+  EXPECT_FALSE(one.cluster);
+  EXPECT_EQ(one.why_not, "");
+  // PJRT CPU devices alone each plan on every core already.
+  const WholeMachineView pjrt = whole_machine_view(load_cluster(write(R"(hosts: [h]
+devices:
+  - {id: p, count: 2, preset: cpu-generic-avx2, host: h, backend: pjrt}
+)")));
+  EXPECT_FALSE(pjrt.cluster);
+}
+
+TEST_F(ClusterFile, WholeMachineViewNeedsAHostProfileWhereDevicesNameProfiles) {
+  CalibrationProfile profile;
+  profile.kind = DeviceKind::kCpu;
+  profile.threads = 1;
+  profile.figures.memory_bandwidth = {12e9, "stream copy", ""};
+  write_profile((directory_ / "one.json").string(), profile);
+  profile.threads = 2;
+  profile.figures.memory_bandwidth = {20e9, "stream copy", ""};
+  write_profile((directory_ / "all.json").string(), profile);
+  const std::string devices = R"(devices:
+  - {id: cpu, count: 2, preset: cpu-generic-avx2, host: local, cores: 1, profile: one.json}
+)";
+  // A calibrated split against a whole machine priced by the preset would favour the guess.
+  const WholeMachineView without =
+      whole_machine_view(load_cluster(write("hosts: [local]\n" + devices)));
+  EXPECT_FALSE(without.cluster);
+  EXPECT_NE(without.why_not.find("host local: its CPU devices name profiles and the host none"),
+            std::string::npos)
+      << without.why_not;
+  const WholeMachineView with = whole_machine_view(
+      load_cluster(write("hosts: [{id: local, profile: all.json}]\n" + devices)));
+  ASSERT_TRUE(with.cluster) << with.why_not;
+  const DeviceSpec& whole = with.cluster->devices[0];
+  EXPECT_EQ(whole.profile, (directory_ / "all.json").string());
+  EXPECT_DOUBLE_EQ(whole.figures.memory_bandwidth.value, 20e9);
+}
+
+TEST_F(ClusterFile, HostProfileErrors) {
+  EXPECT_NE(error_of("hosts: [{id: s, switch: true, profile: p.json}]\ndevices: []\n")
+                .find("hosts[0].profile: a switch has no CPU to profile"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"(hosts: [{id: h, profile: missing.json}]
+devices:
+  - {id: cpu0, preset: cpu-generic-avx2, host: h}
+)")
+                .find("line 1: hosts[0].profile: "),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace tandem

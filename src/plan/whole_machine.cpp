@@ -1,0 +1,70 @@
+#include "plan/whole_machine.h"
+
+#include "plan/evaluate.h"
+#include "plan/strategy.h"
+
+namespace tandem {
+namespace {
+
+std::string merged_names(const WholeMachineView& view) {
+  std::string names;
+  for (const std::string& merged : view.merged) names += (names.empty() ? "" : ", ") + merged;
+  return names;
+}
+
+// Why the options rule the view out: they pin ops to, or exclude, a device it merges.
+std::string options_refusal(const PlanOptions& options, const Cluster& view) {
+  const auto merged = [&](const std::string& id) { return view.device_index(id) < 0; };
+  for (const Pin& pin : options.pins) {
+    if (merged(pin.device)) return "ops are pinned to " + pin.device;
+  }
+  for (const std::string& id : options.excluded) {
+    if (merged(id)) return id + " is excluded";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::optional<PlannedCluster> compare_whole_machine(const PlanningProblem& given,
+                                                    const WholeMachineView& view, Plan& plan) {
+  const std::string not_compared = "; the machine as one device not compared: ";
+  if (!view.cluster) {
+    if (!view.why_not.empty()) plan.reason += not_compared + view.why_not;
+    return std::nullopt;
+  }
+  if (const std::string why = options_refusal(given.options(), *view.cluster); !why.empty()) {
+    plan.reason += not_compared + why;
+    return std::nullopt;
+  }
+  PlannedCluster whole;
+  whole.cost = std::make_unique<CostModel>(*view.cluster);
+  whole.problem = std::make_unique<PlanningProblem>(*given.graph(), whole.cost->cluster(),
+                                                    *whole.cost, given.options());
+  std::optional<Plan> whole_plan =
+      make_strategy("auto", whole.cost->cluster())->plan(*whole.problem);
+  const std::string whole_text = whole_plan
+                                     ? objective_text(*whole.problem, *whole_plan) +
+                                           " on the machine as one device, " + merged_names(view)
+                                     : "";
+  if (!whole_plan || objective_score(*whole.problem, *whole_plan) >= objective_score(given, plan)) {
+    plan.reason += whole_plan ? "; against " + whole_text
+                              : not_compared + "no plan fits " + merged_names(view);
+    return std::nullopt;
+  }
+  whole_plan->reason = "predicted " + whole_text + ", against " + objective_text(given, plan) +
+                       " (" + (plan.chosen.empty() ? plan.strategy : plan.chosen) +
+                       " on the devices as given); " + whole_plan->reason;
+  plan = std::move(*whole_plan);
+  return whole;
+}
+
+bool names_whole_machine(const std::string& strategy, const Cluster& given,
+                         const WholeMachineView& view) {
+  constexpr std::string_view kSingle = "single:";
+  if (!view.cluster || !strategy.starts_with(kSingle)) return false;
+  const std::string id = strategy.substr(kSingle.size());
+  return given.device_index(id) < 0 && view.cluster->device_index(id) >= 0;
+}
+
+}  // namespace tandem
