@@ -6,7 +6,9 @@ The example clusters name presets; here each device gets a profile measured on t
 first (`tandem calibrate`: 1 thread for a device of one core, every core for a device without
 `cores:`, `--backend pjrt` for a PJRT device), written into a copy of the cluster file, so that
 the prediction is the calibrated one a user would get. The whole machine as one device is
-`examples/clusters/local.yaml` (the CPU backend on every core) with its own profile.
+`examples/clusters/local.yaml` (the CPU backend on every core) with its own profile, which each
+cluster's hosts also name (`profile:`), so that `auto` compares its split with the machine as
+one device on measured figures (docs/CLUSTERS.md).
 
 Beside each prediction, the one the same profiles gave before plans priced the runtime's own
 costs: `tandem plan --strategy <what auto chose>` on copies of the profiles without
@@ -85,9 +87,19 @@ def calibrated_cluster(tandem, name, folder, profiles):
             run(args, "tandem calibrate")
             profiles[key] = path
         device["profile"] = profiles[key]
+    # Each host's CPU as one device (every core), for auto's whole-machine comparison.
+    whole = ("cpu", 0)
+    if whole not in profiles:
+        profiles[whole] = os.path.join(folder, "cpu-0.json")
+        print(f"calibrating cpu (all cores) -> {profiles[whole]}", file=sys.stderr, flush=True)
+        run([tandem, "calibrate", "-o", profiles[whole]], "tandem calibrate")
+    cluster["hosts"] = [{"id": host if isinstance(host, str) else host["id"],
+                         "profile": profiles[whole]} for host in cluster["hosts"]]
     path = os.path.join(folder, name + ".yaml")
     with open(path, "w") as f:
         yaml.safe_dump(cluster, f)
+    for host in cluster["hosts"]:
+        host["profile"] = without_runtime_costs(host["profile"])
     for device in cluster["devices"]:
         device["profile"] = without_runtime_costs(device["profile"])
     without = os.path.join(folder, name + "-without.yaml")

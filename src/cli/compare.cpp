@@ -36,6 +36,7 @@ CompareColumn plan_on(const std::string& cluster_file, const CostModel& cost, co
     if (strategy == "auto")
       whole = compare_whole_machine(given, whole_machine_view(cost.cluster()), column.plan);
     const PlanningProblem& problem = whole ? *whole->problem : given;
+    column.whole_machine = whole.has_value();
     column.bounds = problem.bounds();
     if (problem.best_single_device() >= 0)
       column.best_single_device = problem.cluster().devices[problem.best_single_device()].id;

@@ -295,33 +295,6 @@ RunReport cluster_report(const RunOptions& options, const ClusterRun& run,
   return report;
 }
 
-// The whole-machine view's devices, in its order: those it keeps from the cluster as given
-// (`started`, by id) and its own, started now; the merged devices stop.
-std::vector<std::unique_ptr<Device>> devices_of_view(const Cluster& view,
-                                                     std::vector<std::unique_ptr<Device>> started,
-                                                     bool progress) {
-  Cluster own = view;  // the view's own devices, to start
-  own.devices.clear();
-  own.links.clear();
-  std::vector<std::unique_ptr<Device>> devices(view.devices.size());
-  for (size_t d = 0; d < view.devices.size(); ++d) {
-    const auto kept = std::find_if(started.begin(), started.end(), [&](const auto& device) {
-      return device && device->name() == view.devices[d].id;
-    });
-    if (kept != started.end()) {
-      devices[d] = std::move(*kept);
-    } else {
-      own.devices.push_back(view.devices[d]);
-    }
-  }
-  std::vector<std::unique_ptr<Device>> made = make_devices(own, progress);
-  size_t next = 0;
-  for (auto& device : devices) {
-    if (!device) device = std::move(made[next++]);
-  }
-  return devices;
-}
-
 }  // namespace
 
 RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
@@ -342,9 +315,6 @@ RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
                                        options.cluster + " has no such view any more (" +
                                        view.why_not + ")");
   const CostModel cost(view_only ? *view.cluster : cluster);
-  // Every device starts (or the run is refused, naming it) before any planning or work.
-  const bool progress = isatty(fileno(stderr)) && !options.json;
-  auto devices = make_devices(cost.cluster(), progress);
   const BatchSplit split = batch_split_of(options, input_files, model, options.fuse);
   PlanOptions plan_options;
   plan_options.batch = split.batch;
@@ -371,17 +341,17 @@ RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
     cli::write_report(options, ran, on, model, split);
   };
 
+  Plan plan = make_plan(options, given, options.strategy);
+  // Auto's plan against the machine as one device, where the cluster splits a machine's cores.
+  if (options.plan.empty() && (options.strategy.empty() || options.strategy == "auto") &&
+      !view_only) {
+    whole = compare_whole_machine(given, view, plan);
+    if (whole) planned = whole->problem.get();
+  }
+  // The planned cluster's devices start (or the run is refused, naming one) before any work;
+  // devices a whole-machine plan merged never start.
+  const auto devices = make_devices(planned->cluster(), isatty(fileno(stderr)) && !options.json);
   try {
-    Plan plan = make_plan(options, given, options.strategy);
-    // Auto's plan against the machine as one device, where the cluster splits a machine's cores.
-    if (options.plan.empty() && (options.strategy.empty() || options.strategy == "auto") &&
-        !view_only) {
-      whole = compare_whole_machine(given, view, plan);
-      if (whole) {
-        devices = devices_of_view(whole->cost->cluster(), std::move(devices), progress);
-        planned = whole->problem.get();
-      }
-    }
     if (options.verbose) say_plan(plan, *planned);
     check_foldable(options, plan);
     run = run_plan(schedule, graph, split, plan, devices, inputs, record_ops);

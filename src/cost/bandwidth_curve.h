@@ -20,6 +20,8 @@ class BandwidthCurve {
   bool measured() const { return !points_.empty(); }
   // Bytes per second for an op that reads and writes `bytes` in all; 0 without a curve.
   double rate(double bytes) const;
+  // The rate past the caches (the largest point's): main memory's; 0 without a curve.
+  double main_memory_rate() const { return points_.empty() ? 0 : points_.back().rate; }
 
  private:
   struct Point {

@@ -200,6 +200,12 @@ void CostModel::build_indices() {
   std::set<std::string, std::less<>> switches;
   for (const HostSpec& host : cluster_.hosts) {
     if (host.is_switch) switches.insert(host.id);
+    if (host.profile.empty()) continue;
+    // The host's CPU on every core: its main-memory rate is what its CPU devices share.
+    const CalibrationProfile profile = read_profile(host.profile);
+    const BandwidthCurve curve(profile.bandwidth_curve, profile.figures.launch_overhead.value);
+    host_memory_bandwidth_[host.id] =
+        curve.measured() ? curve.main_memory_rate() : profile.figures.memory_bandwidth.value;
   }
   to_switch_.assign(2 * cluster_.links.size(), false);
   for (size_t l = 0; l < cluster_.links.size(); ++l) {
@@ -354,6 +360,7 @@ OpTime CostModel::control_flow(const Node& node, const Graph& graph, int device,
       sum.compute_seconds += op.compute_seconds;
       sum.memory_seconds += op.memory_seconds;
       sum.overhead_seconds += op.overhead_seconds;
+      sum.main_memory_seconds += op.main_memory_seconds;
     }
     return sum;
   };
@@ -401,6 +408,7 @@ OpTime CostModel::control_flow(const Node& node, const Graph& graph, int device,
       figures(device).launch_overhead.value + runs * (per_run + body.overhead_seconds);
   time.compute_seconds = runs * body.compute_seconds;
   time.memory_seconds = runs * body.memory_seconds;
+  time.main_memory_seconds = runs * body.main_memory_seconds;
   time.seconds = figures(device).launch_overhead.value + runs * (per_run + body.seconds);
   if (time.overhead_seconds >= std::max(time.compute_seconds, time.memory_seconds)) {
     time.bound = Bound::kOverhead;
@@ -473,19 +481,26 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
       constant_bytes = std::min(constant_bytes, node.cost.bytes);
     }
     const double other_bytes = node.cost.bytes - constant_bytes;
+    // Of each part, main memory serves the share its rate is of the curve's rate (the whole
+    // part past the caches, little of it in L1).
+    const auto add = [&](double bytes, const BandwidthCurve& curve, double size) {
+      const double rate = curve.rate(size);
+      time.memory_seconds += bytes / rate;
+      time.main_memory_seconds += bytes / rate * std::min(1.0, curve.main_memory_rate() / rate);
+    };
     if (constant_bytes > 0) {
       // A spatial convolution's weights stream at their own measured rate.
       const bool conv =
           node.op_type == "Conv" && model.conv_weights.measured() && spatial_kernel(node, graph);
-      const BandwidthCurve& curve = conv ? model.conv_weights : model.weights;
-      time.memory_seconds += constant_bytes / curve.rate(std::max(weight_bytes, constant_bytes));
+      add(constant_bytes, conv ? model.conv_weights : model.weights,
+          std::max(weight_bytes, constant_bytes));
     }
-    if (other_bytes > 0) {
-      time.memory_seconds += other_bytes / model.bandwidth.rate(node.cost.bytes);
-    }
+    if (other_bytes > 0) add(other_bytes, model.bandwidth, node.cost.bytes);
     memory_source = "calibration " + model.profile_file;
   } else if (figures.memory_bandwidth.known()) {
-    time.memory_seconds = node.cost.bytes / figures.memory_bandwidth.value;
+    // A figure without a curve is main memory's.
+    time.memory_seconds = time.main_memory_seconds =
+        node.cost.bytes / figures.memory_bandwidth.value;
   }
   time.overhead_seconds = figures.launch_overhead.value;
   const double work = std::max(time.compute_seconds, time.memory_seconds);
@@ -501,6 +516,23 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
     time.source = memory_source;
   }
   return time;
+}
+
+double CostModel::main_memory_bandwidth(int device) const {
+  const DeviceModel& model = devices_.at(device);
+  if (model.bandwidth.measured()) return model.bandwidth.main_memory_rate();
+  return figures(device).memory_bandwidth.value;
+}
+
+double CostModel::host_memory_bandwidth(const std::string& host) const {
+  if (const auto found = host_memory_bandwidth_.find(host); found != host_memory_bandwidth_.end())
+    return found->second;
+  double most = 0;
+  for (size_t d = 0; d < cluster_.devices.size(); ++d) {
+    if (cluster_.devices[d].host == host && cluster_.devices[d].kind == DeviceKind::kCpu)
+      most = std::max(most, main_memory_bandwidth(static_cast<int>(d)));
+  }
+  return most;
 }
 
 std::string CostModel::source_of(const Figure& figure, int device) const {

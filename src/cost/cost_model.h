@@ -30,6 +30,9 @@ struct OpTime {
   double compute_seconds = 0;
   double memory_seconds = 0;
   double overhead_seconds = 0;
+  // The part of memory_seconds that main memory serves (past the caches): the traffic devices
+  // sharing a host's memory slow each other in (PlanningProblem::contended_seconds_for_share).
+  double main_memory_seconds = 0;
   Bound bound = Bound::kOverhead;
   // "preset nvidia-h100-sxm", "calibration <file>", "measured op in <file>", "view, no kernel",
   // "cannot run on <device>", or a cluster file's own source for explicit figures.
@@ -82,6 +85,12 @@ class CostModel {
   }
   // The cluster's routes, its routing graph built once (devices/routing.h).
   const Router& router() const { return *router_; }
+  // Bytes per second of main memory for the device alone (its bandwidth curve past the caches,
+  // else its memory_bandwidth figure), and for its host's CPUs all at once (the host's profile,
+  // docs/CLUSTERS.md; else the most any one of its CPU devices has alone); 0 where unknown.
+  double main_memory_bandwidth(int device) const;
+  double host_memory_bandwidth(const std::string& host) const;
+
   // The first device whose ops cost exactly what this one's do (the same kind, backend, plugin,
   // preset, cores, profile and figures, sources included): op_time on either gives the same.
   // A cluster of 8,192 alike GPUs is costed once per op, not 8,192 times.
@@ -118,6 +127,7 @@ class CostModel {
   std::optional<Router> router_;
   std::vector<bool> to_switch_;  // per link and direction (2 * link + forward)
   std::vector<int> cost_twin_;
+  std::map<std::string, double, std::less<>> host_memory_bandwidth_;  // from hosts' profiles
   struct WeightBytes {
     size_t values = 0, nodes = 0;  // the graph's size when counted, to notice a new graph
     double bytes = 0;

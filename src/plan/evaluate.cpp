@@ -183,6 +183,20 @@ Transfer make_transfer(const PlanningProblem& problem, const PlanningProblem::Ou
   return transfer;
 }
 
+// The devices of `device`'s memory group computing at `time` (itself included), as far as
+// the schedule so far says: those whose last node ends after it.
+int busy_sharers(const PlanningProblem& problem, const std::vector<double>& device_free, int device,
+                 double time) {
+  const int group = problem.memory_group(device);
+  if (group < 0) return 1;
+  int sharers = 1;
+  for (int other = group; other < problem.device_count(); ++other) {
+    if (other != device && problem.memory_group(other) == group && device_free[other] > time)
+      ++sharers;
+  }
+  return sharers;
+}
+
 // List scheduling of a plan without stages or batch shares, its segments found.
 void schedule(const PlanningProblem& problem, Plan& plan, const std::vector<int>& position) {
   const int devices = problem.device_count();
@@ -194,8 +208,9 @@ void schedule(const PlanningProblem& problem, Plan& plan, const std::vector<int>
   for (int n : plan.order) {
     const int device = plan.device_of_node[n];
     const double start = std::max(device_free[device], inputs_ready[n]);
-    const double seconds =
-        problem.seconds(n, device) + (starts[n] ? problem.segment_overhead(device) : 0);
+    const double seconds = problem.contended_seconds_for_share(
+                               n, device, 1, busy_sharers(problem, device_free, device, start)) +
+                           (starts[n] ? problem.segment_overhead(device) : 0);
     const double finish = start + seconds;
     device_free[device] = finish;
     predicted.busy_seconds[device] += seconds;
@@ -241,9 +256,11 @@ void schedule_pipeline(const PlanningProblem& problem, Plan& plan,
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     Stage& stage = plan.stages[s];
     stage.seconds = 0;
+    const int sharers = steady_sharers(problem, plan, stage.device);
     for (int i = stage.first_node; i <= stage.last_node; ++i) {
       stage_of[plan.order[i]] = static_cast<int>(s);
-      stage.seconds += problem.seconds_for_share(plan.order[i], stage.device, fraction);
+      stage.seconds +=
+          problem.contended_seconds_for_share(plan.order[i], stage.device, fraction, sharers);
     }
     device_seconds[stage.device] += stage.seconds;
     fill += stage.seconds;
@@ -294,20 +311,26 @@ void schedule_data_parallel(const PlanningProblem& problem, Plan& plan) {
   if (static_cast<int>(plan.batch_share.size()) != problem.device_count())
     throw InputError("plan", "batch_share needs one entry per device");
   Prediction& predicted = plan.predicted;
-  std::vector<std::pair<double, double>> known;  // per class: (share, seconds) last summed
-  if (problem.class_count() < problem.device_count()) known.assign(problem.device_count(), {-1, 0});
+  struct Summed {
+    double share = -1;
+    int sharers = 0;
+    double seconds = 0;
+  };
+  std::vector<Summed> known;  // per class: the share and sharers last summed
+  if (problem.class_count() < problem.device_count()) known.assign(problem.device_count(), {});
   for (int d = 0; d < problem.device_count(); ++d) {
     const double share = plan.batch_share[d];
     if (share <= 0) continue;
-    std::pair<double, double>* same = known.empty() ? nullptr : &known[problem.device_class(d)];
+    const int sharers = steady_sharers(problem, plan, d);
+    Summed* same = known.empty() ? nullptr : &known[problem.device_class(d)];
     double seconds = 0;
-    if (same && same->first == share) {
-      seconds = same->second;
+    if (same && same->share == share && same->sharers == sharers) {
+      seconds = same->seconds;
     } else {
       for (int n = 0; n < problem.node_count(); ++n)
-        seconds += problem.seconds_for_share(n, d, share);
+        seconds += problem.contended_seconds_for_share(n, d, share, sharers);
       seconds += problem.segment_overhead(d);  // its replica is one segment
-      if (same) *same = {share, seconds};
+      if (same) *same = {share, sharers, seconds};
     }
     predicted.busy_seconds[d] = seconds;
     predicted.latency_seconds = std::max(predicted.latency_seconds, seconds);
@@ -317,6 +340,23 @@ void schedule_data_parallel(const PlanningProblem& problem, Plan& plan) {
 }
 
 }  // namespace
+
+int steady_sharers(const PlanningProblem& problem, const Plan& plan, int device) {
+  const int group = problem.memory_group(device);
+  if (group < 0) return 1;
+  std::vector<bool> computing(problem.device_count(), false);
+  if (!plan.batch_share.empty()) {
+    for (int d = 0; d < problem.device_count(); ++d)
+      computing[d] = d < static_cast<int>(plan.batch_share.size()) && plan.batch_share[d] > 0;
+  } else if (!plan.stages.empty() && plan.microbatches > 1) {
+    for (const Stage& stage : plan.stages) computing[stage.device] = true;
+  }
+  computing[device] = true;
+  int sharers = 0;
+  for (int d = group; d < problem.device_count(); ++d)
+    sharers += computing[d] && problem.memory_group(d) == group;
+  return sharers;
+}
 
 std::vector<char> segment_starts(const Plan& plan, const std::vector<int>& position) {
   std::vector<char> starts(position.size(), 0);

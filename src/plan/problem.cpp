@@ -157,6 +157,7 @@ PlanningProblem::PlanningProblem(const Graph& graph, const Cluster& cluster, con
   }
 
   validate_runnable();
+  build_memory_groups();
   build_transfers_and_paths();
   build_single_device_figures();
   bounds_ = lower_bounds(*this);
@@ -206,10 +207,59 @@ PlanningProblem::PlanningProblem(const Cluster& cluster, const CostModel& cost,
     }
   }
   validate_runnable();
+  memory_group_.assign(devices, -1);  // synthetic problems have no op times to split
+  memory_slot_.assign(devices, -1);
   build_transfers_and_paths();
   build_single_device_figures();
   bounds_ = lower_bounds(*this);
   bound_ = lower_bound(*this);
+}
+
+void PlanningProblem::build_memory_groups() {
+  const int devices = device_count();
+  memory_group_.assign(devices, -1);
+  memory_slot_.assign(devices, -1);
+  std::vector<int> members;
+  for (int d = 0; d < devices; ++d) {
+    const DeviceSpec& device = cluster().devices[d];
+    if (device.kind != DeviceKind::kCpu || memory_group_[d] >= 0) continue;
+    members.clear();
+    for (int other = d; other < devices; ++other) {
+      const DeviceSpec& candidate = cluster().devices[other];
+      if (candidate.kind == DeviceKind::kCpu && candidate.host == device.host)
+        members.push_back(other);
+    }
+    if (members.size() < 2) continue;
+    const double host = cost_.host_memory_bandwidth(device.host);
+    for (int member : members) {
+      memory_group_[member] = d;
+      memory_slot_[member] = static_cast<int>(memory_share_.size());
+      const double alone = cost_.main_memory_bandwidth(member);
+      memory_share_.push_back(host > 0 && alone > 0 ? alone / host : 1);
+    }
+  }
+  if (memory_share_.empty()) return;
+  memory_parts_.assign(node_count(), std::vector<MemoryParts>(memory_share_.size()));
+  for (int n = 0; n < node_count(); ++n) {
+    for (int d = 0; d < devices; ++d) {
+      if (memory_slot_[d] < 0 || !runnable(n, d)) continue;
+      const OpTime time = cost_.op_time(graph_->nodes[n], *graph_, d);
+      memory_parts_[n][memory_slot_[d]] = {time.compute_seconds, time.memory_seconds,
+                                           time.main_memory_seconds};
+    }
+  }
+}
+
+double PlanningProblem::contended_seconds_for_share(int node, int device, double fraction,
+                                                    int sharers) const {
+  const double seconds = seconds_for_share(node, device, fraction);
+  const int slot = memory_slot_[device];
+  if (sharers <= 1 || slot < 0 || seconds == kInfinity) return seconds;
+  const MemoryParts& parts = memory_parts_[node][slot];
+  const double slowdown = std::max(1.0, sharers * memory_share_[slot]);
+  const double alone = std::max(parts.compute, parts.memory);
+  const double shared = std::max(parts.compute, parts.memory + parts.main_memory * (slowdown - 1));
+  return seconds + (shared - alone) * std::min(fraction, 1.0);
 }
 
 void PlanningProblem::validate_runnable() const {

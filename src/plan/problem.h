@@ -136,6 +136,14 @@ class PlanningProblem {
   // Seconds of a node run on `fraction` of the batch (a micro-batch, a data-parallel share): the
   // work scales, the launch overhead does not.
   double seconds_for_share(int node, int device, double fraction) const;
+  // Devices that share a host's memory: the CPU devices of one host, two or more. The group is
+  // the index of its first device; -1 for a device that shares its memory with none.
+  int memory_group(int device) const { return memory_group_[device]; }
+  // seconds_for_share while `sharers` devices of its memory group compute at once (itself
+  // included). They split the host's main-memory bandwidth: the op's main-memory traffic
+  // (OpTime::main_memory_seconds) takes sharers x the device's bandwidth alone / the host's
+  // (at least 1x) as long; its compute and its traffic in the caches take no longer.
+  double contended_seconds_for_share(int node, int device, double fraction, int sharers) const;
   // Bytes a device needs to run `nodes` in that order: the weights they read (a shared weight
   // once) and the peak of live activations (cost/memory_footprint.h for graphs).
   struct MemoryUse {
@@ -162,6 +170,7 @@ class PlanningProblem {
   void build_transfers_and_paths();
   void build_single_device_figures();
   void build_device_classes();
+  void build_memory_groups();
 
   // Per device pair from one device: the transfer's latency and bandwidth (0 when unreachable).
   struct TransferRow {
@@ -187,6 +196,15 @@ class PlanningProblem {
   std::vector<bool> allowed_;
   std::vector<int> device_class_;
   int class_count_ = 0;
+  std::vector<int> memory_group_;
+  // Devices in a memory group: their slot in memory_parts_ (-1 for others), main memory alone
+  // over the host's, and per node and slot the roofline's parts.
+  struct MemoryParts {
+    double compute = 0, memory = 0, main_memory = 0;
+  };
+  std::vector<int> memory_slot_;
+  std::vector<double> memory_share_;
+  std::vector<std::vector<MemoryParts>> memory_parts_;
   std::vector<double> single_seconds_, single_memory_;
   int best_single_ = -1;
   double bound_ = 0;

@@ -131,6 +131,7 @@ nlohmann::json bytes_or_null(double bytes) {
 
 nlohmann::json column_json(const CompareColumn& first, const CompareColumn& column) {
   nlohmann::json json = {{"cluster", column.cluster}, {"feasible", column.feasible()}};
+  json["cluster_view"] = column.whole_machine ? "whole machine" : "as given";
   if (!column.feasible()) {
     json["why_not"] = column.why_not;
     return json;

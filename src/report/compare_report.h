@@ -13,9 +13,10 @@ namespace tandem {
 
 // One cluster's column: its best plan with the simulator's figures, or why it has none.
 struct CompareColumn {
-  std::string cluster;  // the file, as given
-  std::string why_not;  // why no strategy found a plan; empty when one did
-  Plan plan;            // the evaluator's figures, the bound, efficiency, speed-up
+  std::string cluster;         // the file, as given
+  std::string why_not;         // why no strategy found a plan; empty when one did
+  bool whole_machine = false;  // planned on the cluster's whole-machine view (devices/cluster.h)
+  Plan plan;                   // the evaluator's figures, the bound, efficiency, speed-up
   LowerBounds bounds;
   std::string best_single_device;  // empty when no single device runs and holds the model
   double latency_seconds = 0;      // simulated

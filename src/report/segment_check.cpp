@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "plan/evaluate.h"
 #include "util/statistics.h"
 
 namespace tandem {
@@ -62,8 +63,10 @@ std::vector<SegmentCheck> check_segments(const Plan& plan, const PlanningProblem
     std::vector<double> seconds;
     for (const auto& [run, total] : per_run) seconds.push_back(total);
     check.measured_seconds = median(seconds);
+    const int sharers = steady_sharers(problem, plan, device);
     for (int n : nodes)
-      check.predicted_seconds += pieces * problem.seconds_for_share(n, device, fraction);
+      check.predicted_seconds +=
+          pieces * problem.contended_seconds_for_share(n, device, fraction, sharers);
     checks.push_back(std::move(check));
   }
   return checks;

@@ -198,6 +198,12 @@ class Simulation {
       segment_starts_ = segment_starts(plan, position);
     }
     pipelined_ = plan.batch_share.empty() && lanes_.size() > 1;
+    // Shares and pipelines keep their devices computing together, as the evaluator has it; a
+    // list-scheduled plan's overlap is counted as it happens.
+    if (!plan.batch_share.empty() || pipelined_) {
+      for (int d = 0; d < devices_; ++d)
+        steady_sharers_.push_back(steady_sharers(problem, plan, d));
+    }
     batch_ = static_cast<double>(problem.options().batch);
     build_state();
   }
@@ -385,11 +391,30 @@ class Simulation {
     }
   }
 
+  // The devices of `sd`'s memory group (PlanningProblem::memory_group) in its replica computing
+  // now, itself included (for shares and pipelines, those the plan keeps computing together):
+  // they split the host's main-memory bandwidth.
+  int computing_sharers(int sd, int device) const {
+    const int group = problem_.memory_group(device);
+    if (group < 0) return 1;
+    if (!steady_sharers_.empty()) return steady_sharers_[device];
+    const int first = sd - device;  // the replica's device 0
+    int sharers = 1;
+    for (int other = group; other < devices_; ++other) {
+      if (other != device && problem_.memory_group(other) == group &&
+          state_[first + other].computing)
+        ++sharers;
+    }
+    return sharers;
+  }
+
   void start(int sd, int instance, int k, int node, int device) {
+    const int sharers = computing_sharers(sd, device);
     set_activity(sd, true, 0);
     allocate(sd, problem_.output_bytes(node) * lanes_[k].fraction);
-    const double seconds = problem_.seconds_for_share(node, device, lanes_[k].fraction) +
-                           (segment_starts_[node] ? problem_.segment_overhead(device) : 0);
+    const double seconds =
+        problem_.contended_seconds_for_share(node, device, lanes_[k].fraction, sharers) +
+        (segment_starts_[node] ? problem_.segment_overhead(device) : 0);
     if (options_.record_timeline) {
       result_.timeline.spans.push_back(
           {sd, node_label(problem_, node), "compute", now_, seconds, pipelined_ ? k : -1, 0});
@@ -612,6 +637,7 @@ class Simulation {
   int replicas_, devices_;
   double batch_ = 1;
   bool pipelined_ = false;
+  std::vector<int> steady_sharers_;  // per device, for plans that compute together throughout
   std::vector<Layout> layouts_;
   std::vector<Lane> lanes_;
   std::vector<char> segment_starts_;  // per node: the first of its segment (evaluate.h)

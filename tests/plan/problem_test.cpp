@@ -9,6 +9,7 @@
 #include "plan/evaluate.h"
 #include "plan/strategies.h"
 #include "plan_test_util.h"
+#include "sim/simulator.h"
 
 namespace tandem {
 namespace {
@@ -258,6 +259,68 @@ TEST(PlanningProblem, BatchTheCallerFoundUnsplittableIsNotSplit) {
   options.batch = 3;
   options.microbatches = 8;
   EXPECT_EQ(PlanningProblem(model.graph, cluster, cost, options).options().microbatches, 3);
+}
+
+// Two CPU devices of one host and one of another: the first two share their host's memory.
+Cluster shared_host_cluster() {
+  using namespace testing;
+  Cluster cluster;
+  cluster.hosts = {host("h0"), host("h1")};
+  for (const auto& [id, where] : {std::pair{"cpu0", "h0"}, {"cpu1", "h0"}, {"cpu2", "h1"}}) {
+    cluster.devices.push_back(cpu(id, where));
+    cluster.links.push_back(link(id, where, LinkKind::kHostMemory, 20e9, 20e9, 0));
+  }
+  cluster.links.push_back(link("h0", "h1", LinkKind::kNetwork, 10e9, 10e9, 1e-6));
+  return cluster;
+}
+
+TEST(Problem, CpuDevicesOfOneHostShareItsMemoryBandwidth) {
+  GraphBuilder builder;
+  const int x = builder.input("x", DType::kFloat32, {2, 1 << 20});
+  const int streamed = builder.node("Relu", {x});  // 16 MiB through memory, 2M FLOPs
+  const int w = builder.constant("w", DType::kFloat32, {1024, 1024});
+  const int a = builder.input("a", DType::kFloat32, {2, 1024});
+  const int computed = builder.node("MatMul", {a, w});  // 4 MiB of weights, 4 MFLOPs: memory too
+  const Graph graph = builder.infer({streamed, computed});
+  const CostModel cost(shared_host_cluster());
+  PlanOptions options;
+  options.batch = 2;
+  const PlanningProblem problem(graph, cost.cluster(), cost, options);
+  EXPECT_EQ(problem.memory_group(0), 0);
+  EXPECT_EQ(problem.memory_group(1), 0);
+  EXPECT_EQ(problem.memory_group(2), -1);
+
+  const int relu = node_of(graph, "Relu");
+  const OpTime alone = cost.op_time(graph.nodes[relu], graph, 0);
+  ASSERT_EQ(alone.bound, Bound::kMemory);
+  // A preset-like figure is main memory's: two at once take twice its memory time.
+  EXPECT_DOUBLE_EQ(alone.main_memory_seconds, alone.memory_seconds);
+  EXPECT_DOUBLE_EQ(problem.contended_seconds_for_share(relu, 0, 1, 1), problem.seconds(relu, 0));
+  EXPECT_NEAR(problem.contended_seconds_for_share(relu, 0, 1, 2),
+              2 * alone.memory_seconds + alone.overhead_seconds, 1e-12);
+  EXPECT_NEAR(problem.contended_seconds_for_share(relu, 0, 0.5, 2),
+              alone.memory_seconds + alone.overhead_seconds, 1e-12);
+  // A device alone in its host shares with no one.
+  EXPECT_DOUBLE_EQ(problem.contended_seconds_for_share(relu, 2, 1, 2), problem.seconds(relu, 2));
+
+  // Data parallel on the two devices of one host: each half takes its memory time twice over;
+  // on devices of two hosts, once. The simulator agrees with the evaluator.
+  for (const auto& [other, sharers] : {std::pair{1, 2}, {2, 1}}) {
+    Plan plan;
+    plan.device_of_node.assign(problem.node_count(), 0);
+    for (int n = 0; n < problem.node_count(); ++n) plan.order.push_back(n);
+    plan.batch_share.assign(3, 0);
+    plan.batch_share[0] = plan.batch_share[other] = 0.5;
+    evaluate_plan(problem, plan);
+    double expected = 0;
+    for (int n = 0; n < problem.node_count(); ++n)
+      expected += problem.contended_seconds_for_share(n, 0, 0.5, sharers);
+    EXPECT_EQ(steady_sharers(problem, plan, 0), sharers);
+    EXPECT_NEAR(plan.predicted.busy_seconds[0], expected, 1e-12) << "with cpu" << other;
+    EXPECT_NEAR(simulate(problem, plan).latency_seconds, plan.predicted.latency_seconds,
+                1e-9 + 1e-6 * plan.predicted.latency_seconds)
+        << "with cpu" << other;
+  }
 }
 
 }  // namespace
