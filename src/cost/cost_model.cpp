@@ -361,6 +361,7 @@ OpTime CostModel::control_flow(const Node& node, const Graph& graph, int device,
       sum.memory_seconds += op.memory_seconds;
       sum.overhead_seconds += op.overhead_seconds;
       sum.main_memory_seconds += op.main_memory_seconds;
+      sum.weight_seconds += op.weight_seconds;
     }
     return sum;
   };
@@ -409,6 +410,7 @@ OpTime CostModel::control_flow(const Node& node, const Graph& graph, int device,
   time.compute_seconds = runs * body.compute_seconds;
   time.memory_seconds = runs * body.memory_seconds;
   time.main_memory_seconds = runs * body.main_memory_seconds;
+  time.weight_seconds = runs * body.weight_seconds;
   time.seconds = figures(device).launch_overhead.value + runs * (per_run + body.seconds);
   if (time.overhead_seconds >= std::max(time.compute_seconds, time.memory_seconds)) {
     time.bound = Bound::kOverhead;
@@ -468,39 +470,43 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
     if (compute_source.empty()) compute_source = source_of(*vector.figure, device);
   }
   std::string memory_source = source_of(figures.memory_bandwidth, device);
+  double constant_bytes = 0;
+  for (int in : node.inputs) {
+    if (in >= 0 && graph.values[in].is_constant())
+      constant_bytes += static_cast<double>(graph.values[in].constant.nbytes());
+  }
+  constant_bytes = std::min(constant_bytes, node.cost.bytes);
   if (model.bandwidth.measured()) {
     // Weights are read once per run: they move at the rate of reading all of a run's weights
     // (the cache they all fit in, or main memory). Other bytes (activations, written just
     // before) are the op's working set: they move at the rate of the cache they fit in.
-    double constant_bytes = 0;
-    if (model.weights.measured()) {
-      for (int in : node.inputs) {
-        if (in >= 0 && graph.values[in].is_constant())
-          constant_bytes += static_cast<double>(graph.values[in].constant.nbytes());
-      }
-      constant_bytes = std::min(constant_bytes, node.cost.bytes);
-    }
-    const double other_bytes = node.cost.bytes - constant_bytes;
+    const double streamed = model.weights.measured() ? constant_bytes : 0;
+    const double other_bytes = node.cost.bytes - streamed;
     // Of each part, main memory serves the share its rate is of the curve's rate (the whole
     // part past the caches, little of it in L1).
     const auto add = [&](double bytes, const BandwidthCurve& curve, double size) {
       const double rate = curve.rate(size);
       time.memory_seconds += bytes / rate;
       time.main_memory_seconds += bytes / rate * std::min(1.0, curve.main_memory_rate() / rate);
+      return bytes / rate;
     };
-    if (constant_bytes > 0) {
+    if (streamed > 0) {
       // A spatial convolution's weights stream at their own measured rate.
       const bool conv =
           node.op_type == "Conv" && model.conv_weights.measured() && spatial_kernel(node, graph);
-      add(constant_bytes, conv ? model.conv_weights : model.weights,
-          std::max(weight_bytes, constant_bytes));
+      time.weight_seconds = add(streamed, conv ? model.conv_weights : model.weights,
+                                std::max(weight_bytes, constant_bytes));
     }
-    if (other_bytes > 0) add(other_bytes, model.bandwidth, node.cost.bytes);
+    if (other_bytes > 0) {
+      const double seconds = add(other_bytes, model.bandwidth, node.cost.bytes);
+      if (streamed == 0) time.weight_seconds = seconds * constant_bytes / other_bytes;
+    }
     memory_source = "calibration " + model.profile_file;
   } else if (figures.memory_bandwidth.known()) {
     // A figure without a curve is main memory's.
     time.memory_seconds = time.main_memory_seconds =
         node.cost.bytes / figures.memory_bandwidth.value;
+    time.weight_seconds = constant_bytes / figures.memory_bandwidth.value;
   }
   time.overhead_seconds = figures.launch_overhead.value;
   const double work = std::max(time.compute_seconds, time.memory_seconds);

@@ -33,6 +33,9 @@ struct OpTime {
   // The part of memory_seconds that main memory serves (past the caches): the traffic devices
   // sharing a host's memory slow each other in (PlanningProblem::contended_seconds_for_share).
   double main_memory_seconds = 0;
+  // The part of memory_seconds that reads the op's constants (its weights): read once per run of
+  // the op, whatever share of the batch it runs on (PlanningProblem::seconds_for_share).
+  double weight_seconds = 0;
   Bound bound = Bound::kOverhead;
   // "preset nvidia-h100-sxm", "calibration <file>", "measured op in <file>", "view, no kernel",
   // "cannot run on <device>", or a cluster file's own source for explicit figures.

@@ -102,13 +102,25 @@ PlanningProblem::PlanningProblem(const Graph& graph, const Cluster& cluster, con
   }
 
   seconds_.assign(nodes, std::vector<double>(devices, kInfinity));
-  std::vector<double> twin_seconds(devices);  // per cost twin (CostModel::cost_twin), this node
+  twin_slot_.assign(devices, -1);
+  int twins = 0;
+  for (int d = 0; d < devices; ++d) {
+    const int twin = cost_.cost_twin(d);
+    twin_slot_[d] = twin == d ? twins++ : twin_slot_[twin];
+  }
+  parts_.assign(nodes, std::vector<OpParts>(twins));
+  std::vector<double> twin_seconds(twins);  // per cost twin, this node
   for (int n = 0; n < nodes; ++n) {
     std::fill(twin_seconds.begin(), twin_seconds.end(), -1.0);
     for (int d = 0; d < devices; ++d) {
       if (!allowed_[d] || (pinned[n] >= 0 && pinned[n] != d)) continue;
-      double& seconds = twin_seconds[cost_.cost_twin(d)];
-      if (seconds < 0) seconds = cost_.op_seconds(graph.nodes[n], graph, d);
+      double& seconds = twin_seconds[twin_slot_[d]];
+      if (seconds < 0) {
+        const OpTime time = cost_.op_time(graph.nodes[n], graph, d);
+        seconds = time.seconds;
+        parts_[n][twin_slot_[d]] = {time.compute_seconds, time.memory_seconds, time.weight_seconds,
+                                    time.main_memory_seconds};
+      }
       seconds_[n][d] = seconds;
     }
   }
@@ -208,7 +220,6 @@ PlanningProblem::PlanningProblem(const Cluster& cluster, const CostModel& cost,
   }
   validate_runnable();
   memory_group_.assign(devices, -1);  // synthetic problems have no op times to split
-  memory_slot_.assign(devices, -1);
   build_transfers_and_paths();
   build_single_device_figures();
   bounds_ = lower_bounds(*this);
@@ -218,7 +229,7 @@ PlanningProblem::PlanningProblem(const Cluster& cluster, const CostModel& cost,
 void PlanningProblem::build_memory_groups() {
   const int devices = device_count();
   memory_group_.assign(devices, -1);
-  memory_slot_.assign(devices, -1);
+  memory_share_.assign(devices, 1);
   std::vector<int> members;
   for (int d = 0; d < devices; ++d) {
     const DeviceSpec& device = cluster().devices[d];
@@ -233,19 +244,8 @@ void PlanningProblem::build_memory_groups() {
     const double host = cost_.host_memory_bandwidth(device.host);
     for (int member : members) {
       memory_group_[member] = d;
-      memory_slot_[member] = static_cast<int>(memory_share_.size());
       const double alone = cost_.main_memory_bandwidth(member);
-      memory_share_.push_back(host > 0 && alone > 0 ? alone / host : 1);
-    }
-  }
-  if (memory_share_.empty()) return;
-  memory_parts_.assign(node_count(), std::vector<MemoryParts>(memory_share_.size()));
-  for (int n = 0; n < node_count(); ++n) {
-    for (int d = 0; d < devices; ++d) {
-      if (memory_slot_[d] < 0 || !runnable(n, d)) continue;
-      const OpTime time = cost_.op_time(graph_->nodes[n], *graph_, d);
-      memory_parts_[n][memory_slot_[d]] = {time.compute_seconds, time.memory_seconds,
-                                           time.main_memory_seconds};
+      if (host > 0 && alone > 0) memory_share_[member] = alone / host;
     }
   }
 }
@@ -253,13 +253,16 @@ void PlanningProblem::build_memory_groups() {
 double PlanningProblem::contended_seconds_for_share(int node, int device, double fraction,
                                                     int sharers) const {
   const double seconds = seconds_for_share(node, device, fraction);
-  const int slot = memory_slot_[device];
-  if (sharers <= 1 || slot < 0 || seconds == kInfinity) return seconds;
-  const MemoryParts& parts = memory_parts_[node][slot];
-  const double slowdown = std::max(1.0, sharers * memory_share_[slot]);
-  const double alone = std::max(parts.compute, parts.memory);
-  const double shared = std::max(parts.compute, parts.memory + parts.main_memory * (slowdown - 1));
-  return seconds + (shared - alone) * std::min(fraction, 1.0);
+  if (sharers <= 1 || memory_group_[device] < 0 || seconds == kInfinity || parts_.empty())
+    return seconds;
+  const OpParts& parts = parts_[node][twin_slot_[device]];
+  const double share = std::min(fraction, 1.0);
+  const double compute = parts.compute * share;
+  const double memory = parts.weights + (parts.memory - parts.weights) * share;
+  const double main_memory = parts.memory > 0 ? parts.main_memory * memory / parts.memory : 0;
+  const double slowdown = std::max(1.0, sharers * memory_share_[device]);
+  return seconds + std::max(compute, memory + main_memory * (slowdown - 1)) -
+         std::max(compute, memory);
 }
 
 void PlanningProblem::validate_runnable() const {
@@ -390,7 +393,12 @@ double PlanningProblem::seconds_for_share(int node, int device, double fraction)
   const double seconds = seconds_[node][device];
   if (fraction >= 1 || seconds == kInfinity) return seconds;
   const double overhead = std::min(seconds, launch_overhead(device));
-  return (seconds - overhead) * fraction + overhead;
+  const OpParts* parts = parts_.empty() ? nullptr : &parts_[node][twin_slot_[device]];
+  const double alone = parts ? std::max(parts->compute, parts->memory) : 0;
+  if (alone <= 0) return (seconds - overhead) * fraction + overhead;
+  const double share = std::max(parts->compute * fraction,
+                                parts->weights + (parts->memory - parts->weights) * fraction);
+  return overhead + (seconds - overhead) * share / alone;
 }
 
 PlanningProblem::MemoryUse PlanningProblem::memory_use(std::span<const int> nodes_in_order) const {

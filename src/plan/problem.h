@@ -133,8 +133,9 @@ class PlanningProblem {
   // Seconds each run of a segment costs beyond its nodes: a compiled device's program step
   // (step_overhead: one PJRT execute, its arguments in and results out); 0 where unknown.
   double segment_overhead(int device) const;
-  // Seconds of a node run on `fraction` of the batch (a micro-batch, a data-parallel share): the
-  // work scales, the launch overhead does not.
+  // Seconds of a node run on `fraction` of the batch (a micro-batch, a data-parallel share): its
+  // compute and its activations' traffic scale, reading its weights (OpTime::weight_seconds)
+  // and the launch overhead do not. A measured op time scales as its roofline does.
   double seconds_for_share(int node, int device, double fraction) const;
   // Devices that share a host's memory: the CPU devices of one host, two or more. The group is
   // the index of its first device; -1 for a device that shares its memory with none.
@@ -196,15 +197,15 @@ class PlanningProblem {
   std::vector<bool> allowed_;
   std::vector<int> device_class_;
   int class_count_ = 0;
-  std::vector<int> memory_group_;
-  // Devices in a memory group: their slot in memory_parts_ (-1 for others), main memory alone
-  // over the host's, and per node and slot the roofline's parts.
-  struct MemoryParts {
-    double compute = 0, memory = 0, main_memory = 0;
+  // Per node and cost twin (CostModel::cost_twin; `twin_slot_` per device), the roofline's
+  // parts of its time; empty for synthetic problems.
+  struct OpParts {
+    double compute = 0, memory = 0, weights = 0, main_memory = 0;
   };
-  std::vector<int> memory_slot_;
-  std::vector<double> memory_share_;
-  std::vector<std::vector<MemoryParts>> memory_parts_;
+  std::vector<int> twin_slot_;
+  std::vector<std::vector<OpParts>> parts_;
+  std::vector<int> memory_group_;
+  std::vector<double> memory_share_;  // per device: its main memory alone over its host's
   std::vector<double> single_seconds_, single_memory_;
   int best_single_ = -1;
   double bound_ = 0;

@@ -323,5 +323,29 @@ TEST(Problem, CpuDevicesOfOneHostShareItsMemoryBandwidth) {
   }
 }
 
+TEST(Problem, AShareOfTheBatchStillReadsEveryWeight) {
+  GraphBuilder builder;
+  const int x = builder.input("x", DType::kFloat32, {2, 1 << 20});
+  const int streamed = builder.node("Relu", {x});
+  const int w = builder.constant("w", DType::kFloat32, {1024, 1024});
+  const int a = builder.input("a", DType::kFloat32, {2, 1024});
+  const int product = builder.node("MatMul", {a, w});
+  const Graph graph = builder.infer({streamed, product});
+  const CostModel cost(shared_host_cluster());
+  const PlanningProblem problem(graph, cost.cluster(), cost, {});
+  const double overhead = problem.launch_overhead(2);
+  // No weights: half the batch, half the work.
+  const int relu = node_of(graph, "Relu");
+  EXPECT_NEAR(problem.seconds_for_share(relu, 2, 0.5) - overhead,
+              (problem.seconds(relu, 2) - overhead) / 2, 1e-15);
+  // The MatMul's 4 MiB of weights are read whatever the share: half the batch costs nearly all.
+  const int matmul = node_of(graph, "MatMul");
+  const OpTime time = cost.op_time(graph.nodes[matmul], graph, 2);
+  EXPECT_NEAR(time.weight_seconds, 4.0 * 1024 * 1024 / 20e9, 1e-12);
+  EXPECT_NEAR(problem.seconds_for_share(matmul, 2, 0.5) - overhead,
+              time.weight_seconds + (time.memory_seconds - time.weight_seconds) / 2, 1e-15);
+  EXPECT_GT(problem.seconds_for_share(matmul, 2, 0.5), 0.99 * problem.seconds(matmul, 2));
+}
+
 }  // namespace
 }  // namespace tandem
