@@ -126,6 +126,8 @@ def run_on(tandem, zoo, entry, cluster, iterations):
     return {"measured_s": report["latency"]["median_s"],
             "predicted_s": plan["predicted_latency_s"],
             "chosen": plan["chosen"],
+            # auto's plan is the machine as one device: the same work as local.yaml's run
+            "whole_machine": [d["id"] for d in plan["devices"]] in (["cpu0"], ["local.cpu"]),
             "segments": len(plan["segment_checks"]),
             "segments_off": sum(1 for check in plan["segment_checks"] if check["off"])}
 
@@ -190,7 +192,10 @@ def main():
                          "error_without": (measured - without) / without,
                          "segments": last["segments"], "segments_off": last["segments_off"],
                          "whole_machine_ms": whole_ms,
+                         "whole_machine_plan": last["whole_machine"],
+                         # a split auto chose over the machine as one device, measured slower
                          "slower_than_whole_machine": whole_ms is not None and name != "local"
+                         and not last["whole_machine"]
                          and measured > whole_ms})
 
     ok = [r for r in rows if isinstance(r.get("error"), float)]
@@ -210,6 +215,9 @@ def main():
         "segments": sum(r["segments"] for r in ok),
         "segments_off": sum(r["segments_off"] for r in ok),
         "auto_slower_than_whole_machine": sum(1 for r in ok if r["slower_than_whole_machine"]),
+        "split_cells": sum(1 for r in ok if r["cluster"] != "local"),
+        "auto_chose_whole_machine": sum(1 for r in ok
+                                        if r["cluster"] != "local" and r["whole_machine_plan"]),
     }
     if args.markdown:
         print("| model | cluster | auto chose | measured ms | predicted ms | error | without "

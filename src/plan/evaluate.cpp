@@ -185,16 +185,19 @@ Transfer make_transfer(const PlanningProblem& problem, const PlanningProblem::Ou
 
 // The devices of `device`'s memory group computing at `time` (itself included), as far as
 // the schedule so far says: those whose last node ends after it.
-int busy_sharers(const PlanningProblem& problem, const std::vector<double>& device_free, int device,
-                 double time) {
+PlanningProblem::Sharing busy_sharing(const PlanningProblem& problem,
+                                      const std::vector<double>& device_free, int device,
+                                      double time) {
+  PlanningProblem::Sharing sharing{1, problem.device_cores(device)};
   const int group = problem.memory_group(device);
-  if (group < 0) return 1;
-  int sharers = 1;
+  if (group < 0) return sharing;
   for (int other = group; other < problem.device_count(); ++other) {
-    if (other != device && problem.memory_group(other) == group && device_free[other] > time)
-      ++sharers;
+    if (other != device && problem.memory_group(other) == group && device_free[other] > time) {
+      ++sharing.devices;
+      sharing.cores += problem.device_cores(other);
+    }
   }
-  return sharers;
+  return sharing;
 }
 
 // List scheduling of a plan without stages or batch shares, its segments found.
@@ -209,7 +212,7 @@ void schedule(const PlanningProblem& problem, Plan& plan, const std::vector<int>
     const int device = plan.device_of_node[n];
     const double start = std::max(device_free[device], inputs_ready[n]);
     const double seconds = problem.contended_seconds_for_share(
-                               n, device, 1, busy_sharers(problem, device_free, device, start)) +
+                               n, device, 1, busy_sharing(problem, device_free, device, start)) +
                            (starts[n] ? problem.segment_overhead(device) : 0);
     const double finish = start + seconds;
     device_free[device] = finish;
@@ -256,11 +259,11 @@ void schedule_pipeline(const PlanningProblem& problem, Plan& plan,
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     Stage& stage = plan.stages[s];
     stage.seconds = 0;
-    const int sharers = steady_sharers(problem, plan, stage.device);
+    const PlanningProblem::Sharing sharing = steady_sharing(problem, plan, stage.device);
     for (int i = stage.first_node; i <= stage.last_node; ++i) {
       stage_of[plan.order[i]] = static_cast<int>(s);
       stage.seconds +=
-          problem.contended_seconds_for_share(plan.order[i], stage.device, fraction, sharers);
+          problem.contended_seconds_for_share(plan.order[i], stage.device, fraction, sharing);
     }
     device_seconds[stage.device] += stage.seconds;
     fill += stage.seconds;
@@ -313,24 +316,25 @@ void schedule_data_parallel(const PlanningProblem& problem, Plan& plan) {
   Prediction& predicted = plan.predicted;
   struct Summed {
     double share = -1;
-    int sharers = 0;
+    PlanningProblem::Sharing sharing;
     double seconds = 0;
   };
-  std::vector<Summed> known;  // per class: the share and sharers last summed
+  std::vector<Summed> known;  // per class: the share and sharing last summed
   if (problem.class_count() < problem.device_count()) known.assign(problem.device_count(), {});
   for (int d = 0; d < problem.device_count(); ++d) {
     const double share = plan.batch_share[d];
     if (share <= 0) continue;
-    const int sharers = steady_sharers(problem, plan, d);
+    const PlanningProblem::Sharing sharing = steady_sharing(problem, plan, d);
     Summed* same = known.empty() ? nullptr : &known[problem.device_class(d)];
     double seconds = 0;
-    if (same && same->share == share && same->sharers == sharers) {
+    if (same && same->share == share && same->sharing.devices == sharing.devices &&
+        same->sharing.cores == sharing.cores) {
       seconds = same->seconds;
     } else {
       for (int n = 0; n < problem.node_count(); ++n)
-        seconds += problem.contended_seconds_for_share(n, d, share, sharers);
+        seconds += problem.contended_seconds_for_share(n, d, share, sharing);
       seconds += problem.segment_overhead(d);  // its replica is one segment
-      if (same) *same = {share, sharers, seconds};
+      if (same) *same = {share, sharing, seconds};
     }
     predicted.busy_seconds[d] = seconds;
     predicted.latency_seconds = std::max(predicted.latency_seconds, seconds);
@@ -341,9 +345,11 @@ void schedule_data_parallel(const PlanningProblem& problem, Plan& plan) {
 
 }  // namespace
 
-int steady_sharers(const PlanningProblem& problem, const Plan& plan, int device) {
+PlanningProblem::Sharing steady_sharing(const PlanningProblem& problem, const Plan& plan,
+                                        int device) {
+  PlanningProblem::Sharing sharing{1, problem.device_cores(device)};
   const int group = problem.memory_group(device);
-  if (group < 0) return 1;
+  if (group < 0) return sharing;
   std::vector<bool> computing(problem.device_count(), false);
   if (!plan.batch_share.empty()) {
     for (int d = 0; d < problem.device_count(); ++d)
@@ -351,11 +357,13 @@ int steady_sharers(const PlanningProblem& problem, const Plan& plan, int device)
   } else if (!plan.stages.empty() && plan.microbatches > 1) {
     for (const Stage& stage : plan.stages) computing[stage.device] = true;
   }
-  computing[device] = true;
-  int sharers = 0;
-  for (int d = group; d < problem.device_count(); ++d)
-    sharers += computing[d] && problem.memory_group(d) == group;
-  return sharers;
+  for (int d = group; d < problem.device_count(); ++d) {
+    if (d != device && computing[d] && problem.memory_group(d) == group) {
+      ++sharing.devices;
+      sharing.cores += problem.device_cores(d);
+    }
+  }
+  return sharing;
 }
 
 std::vector<char> segment_starts(const Plan& plan, const std::vector<int>& position) {

@@ -17,11 +17,12 @@ void evaluate_plan(const PlanningProblem& problem, Plan& plan);
 // the plan a search keeps fills them.
 void evaluate_for_search(const PlanningProblem& problem, Plan& plan);
 
-// How many devices of `device`'s memory group (PlanningProblem::memory_group) the plan keeps
+// The devices of `device`'s memory group (PlanningProblem::memory_group) the plan keeps
 // computing at once in its steady state, itself included: those with a data-parallel share, or
-// with a stage of a pipeline of several micro-batches; else 1 (a list-scheduled plan's overlap
-// is found node by node as the evaluator and the simulator schedule it).
-int steady_sharers(const PlanningProblem& problem, const Plan& plan, int device);
+// with a stage of a pipeline of several micro-batches; else itself (a list-scheduled plan's
+// overlap is found node by node as the evaluator and the simulator schedule it).
+PlanningProblem::Sharing steady_sharing(const PlanningProblem& problem, const Plan& plan,
+                                        int device);
 
 // Per node, whether it is the first of its segment in the order (`position`: each node's index
 // in plan.order): where a segment's run, and a compiled device's program step, begins. The

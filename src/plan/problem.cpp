@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "backends/registry.h"
 #include "cost/memory_footprint.h"
@@ -220,6 +221,7 @@ PlanningProblem::PlanningProblem(const Cluster& cluster, const CostModel& cost,
   }
   validate_runnable();
   memory_group_.assign(devices, -1);  // synthetic problems have no op times to split
+  device_cores_.assign(devices, 1);
   build_transfers_and_paths();
   build_single_device_figures();
   bounds_ = lower_bounds(*this);
@@ -230,6 +232,12 @@ void PlanningProblem::build_memory_groups() {
   const int devices = device_count();
   memory_group_.assign(devices, -1);
   memory_share_.assign(devices, 1);
+  device_cores_.assign(devices, 0);
+  host_cores_ = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int d = 0; d < devices; ++d) {
+    const int cores = cluster().devices[d].cores;
+    device_cores_[d] = cores > 0 ? cores : host_cores_;
+  }
   std::vector<int> members;
   for (int d = 0; d < devices; ++d) {
     const DeviceSpec& device = cluster().devices[d];
@@ -251,18 +259,19 @@ void PlanningProblem::build_memory_groups() {
 }
 
 double PlanningProblem::contended_seconds_for_share(int node, int device, double fraction,
-                                                    int sharers) const {
+                                                    Sharing sharing) const {
   const double seconds = seconds_for_share(node, device, fraction);
-  if (sharers <= 1 || memory_group_[device] < 0 || seconds == kInfinity || parts_.empty())
+  if (sharing.devices <= 1 || memory_group_[device] < 0 || seconds == kInfinity || parts_.empty())
     return seconds;
   const OpParts& parts = parts_[node][twin_slot_[device]];
   const double share = std::min(fraction, 1.0);
   const double compute = parts.compute * share;
   const double memory = parts.weights + (parts.memory - parts.weights) * share;
   const double main_memory = parts.memory > 0 ? parts.main_memory * memory / parts.memory : 0;
-  const double slowdown = std::max(1.0, sharers * memory_share_[device]);
-  return seconds + std::max(compute, memory + main_memory * (slowdown - 1)) -
-         std::max(compute, memory);
+  const double slowdown = std::max(1.0, sharing.devices * memory_share_[device]);
+  const double contended = seconds + std::max(compute, memory + main_memory * (slowdown - 1)) -
+                           std::max(compute, memory);
+  return contended * std::max(1.0, static_cast<double>(sharing.cores) / host_cores_);
 }
 
 void PlanningProblem::validate_runnable() const {

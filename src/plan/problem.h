@@ -137,14 +137,24 @@ class PlanningProblem {
   // compute and its activations' traffic scale, reading its weights (OpTime::weight_seconds)
   // and the launch overhead do not. A measured op time scales as its roofline does.
   double seconds_for_share(int node, int device, double fraction) const;
-  // Devices that share a host's memory: the CPU devices of one host, two or more. The group is
-  // the index of its first device; -1 for a device that shares its memory with none.
+  // Devices that share a host's memory and cores: the CPU devices of one host, two or more. The
+  // group is the index of its first device; -1 for a device that shares with none.
   int memory_group(int device) const { return memory_group_[device]; }
-  // seconds_for_share while `sharers` devices of its memory group compute at once (itself
-  // included). They split the host's main-memory bandwidth: the op's main-memory traffic
-  // (OpTime::main_memory_seconds) takes sharers x the device's bandwidth alone / the host's
-  // (at least 1x) as long; its compute and its traffic in the caches take no longer.
-  double contended_seconds_for_share(int node, int device, double fraction, int sharers) const;
+  // The cores a device of a memory group computes on: its `cores`, else every core of the host
+  // (this machine's, as the runtime and the presets resolve them).
+  int device_cores(int device) const { return device_cores_[device]; }
+  // Devices of one memory group computing at once: how many, and the cores they take together.
+  struct Sharing {
+    int devices = 1;
+    int cores = 0;
+  };
+  // seconds_for_share while `sharing` computes at once (the device itself included). The devices
+  // split the host's main-memory bandwidth: the op's main-memory traffic
+  // (OpTime::main_memory_seconds) takes devices x the device's bandwidth alone / the host's (at
+  // least 1x) as long, its compute and its traffic in the caches no longer. And where they take
+  // more cores than the host has (a CPU device beside a PJRT CPU plugin on every core), the
+  // operating system shares the cores out: the whole op takes cores / host cores as long.
+  double contended_seconds_for_share(int node, int device, double fraction, Sharing sharing) const;
   // Bytes a device needs to run `nodes` in that order: the weights they read (a shared weight
   // once) and the peak of live activations (cost/memory_footprint.h for graphs).
   struct MemoryUse {
@@ -206,6 +216,8 @@ class PlanningProblem {
   std::vector<std::vector<OpParts>> parts_;
   std::vector<int> memory_group_;
   std::vector<double> memory_share_;  // per device: its main memory alone over its host's
+  std::vector<int> device_cores_;
+  int host_cores_ = 1;
   std::vector<double> single_seconds_, single_memory_;
   int best_single_ = -1;
   double bound_ = 0;

@@ -63,10 +63,10 @@ std::vector<SegmentCheck> check_segments(const Plan& plan, const PlanningProblem
     std::vector<double> seconds;
     for (const auto& [run, total] : per_run) seconds.push_back(total);
     check.measured_seconds = median(seconds);
-    const int sharers = steady_sharers(problem, plan, device);
+    const PlanningProblem::Sharing sharing = steady_sharing(problem, plan, device);
     for (int n : nodes)
       check.predicted_seconds +=
-          pieces * problem.contended_seconds_for_share(n, device, fraction, sharers);
+          pieces * problem.contended_seconds_for_share(n, device, fraction, sharing);
     checks.push_back(std::move(check));
   }
   return checks;

@@ -202,7 +202,7 @@ class Simulation {
     // list-scheduled plan's overlap is counted as it happens.
     if (!plan.batch_share.empty() || pipelined_) {
       for (int d = 0; d < devices_; ++d)
-        steady_sharers_.push_back(steady_sharers(problem, plan, d));
+        steady_sharing_.push_back(steady_sharing(problem, plan, d));
     }
     batch_ = static_cast<double>(problem.options().batch);
     build_state();
@@ -394,26 +394,28 @@ class Simulation {
   // The devices of `sd`'s memory group (PlanningProblem::memory_group) in its replica computing
   // now, itself included (for shares and pipelines, those the plan keeps computing together):
   // they split the host's main-memory bandwidth.
-  int computing_sharers(int sd, int device) const {
+  PlanningProblem::Sharing computing_sharing(int sd, int device) const {
+    if (!steady_sharing_.empty()) return steady_sharing_[device];
+    PlanningProblem::Sharing sharing{1, problem_.device_cores(device)};
     const int group = problem_.memory_group(device);
-    if (group < 0) return 1;
-    if (!steady_sharers_.empty()) return steady_sharers_[device];
+    if (group < 0) return sharing;
     const int first = sd - device;  // the replica's device 0
-    int sharers = 1;
     for (int other = group; other < devices_; ++other) {
       if (other != device && problem_.memory_group(other) == group &&
-          state_[first + other].computing)
-        ++sharers;
+          state_[first + other].computing) {
+        ++sharing.devices;
+        sharing.cores += problem_.device_cores(other);
+      }
     }
-    return sharers;
+    return sharing;
   }
 
   void start(int sd, int instance, int k, int node, int device) {
-    const int sharers = computing_sharers(sd, device);
+    const PlanningProblem::Sharing sharing = computing_sharing(sd, device);
     set_activity(sd, true, 0);
     allocate(sd, problem_.output_bytes(node) * lanes_[k].fraction);
     const double seconds =
-        problem_.contended_seconds_for_share(node, device, lanes_[k].fraction, sharers) +
+        problem_.contended_seconds_for_share(node, device, lanes_[k].fraction, sharing) +
         (segment_starts_[node] ? problem_.segment_overhead(device) : 0);
     if (options_.record_timeline) {
       result_.timeline.spans.push_back(
@@ -637,7 +639,8 @@ class Simulation {
   int replicas_, devices_;
   double batch_ = 1;
   bool pipelined_ = false;
-  std::vector<int> steady_sharers_;  // per device, for plans that compute together throughout
+  // Per device, for plans whose devices compute together throughout.
+  std::vector<PlanningProblem::Sharing> steady_sharing_;
   std::vector<Layout> layouts_;
   std::vector<Lane> lanes_;
   std::vector<char> segment_starts_;  // per node: the first of its segment (evaluate.h)

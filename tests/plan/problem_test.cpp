@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "devices/cluster.h"
 #include "ir/error.h"
 #include "onnx/batch_split.h"
@@ -268,6 +270,7 @@ Cluster shared_host_cluster() {
   cluster.hosts = {host("h0"), host("h1")};
   for (const auto& [id, where] : {std::pair{"cpu0", "h0"}, {"cpu1", "h0"}, {"cpu2", "h1"}}) {
     cluster.devices.push_back(cpu(id, where));
+    cluster.devices.back().cores = 1;
     cluster.links.push_back(link(id, where, LinkKind::kHostMemory, 20e9, 20e9, 0));
   }
   cluster.links.push_back(link("h0", "h1", LinkKind::kNetwork, 10e9, 10e9, 1e-6));
@@ -295,13 +298,19 @@ TEST(Problem, CpuDevicesOfOneHostShareItsMemoryBandwidth) {
   ASSERT_EQ(alone.bound, Bound::kMemory);
   // A preset-like figure is main memory's: two at once take twice its memory time.
   EXPECT_DOUBLE_EQ(alone.main_memory_seconds, alone.memory_seconds);
-  EXPECT_DOUBLE_EQ(problem.contended_seconds_for_share(relu, 0, 1, 1), problem.seconds(relu, 0));
-  EXPECT_NEAR(problem.contended_seconds_for_share(relu, 0, 1, 2),
+  EXPECT_DOUBLE_EQ(problem.contended_seconds_for_share(relu, 0, 1, {1, 1}),
+                   problem.seconds(relu, 0));
+  EXPECT_NEAR(problem.contended_seconds_for_share(relu, 0, 1, {2, 2}),
               2 * alone.memory_seconds + alone.overhead_seconds, 1e-12);
-  EXPECT_NEAR(problem.contended_seconds_for_share(relu, 0, 0.5, 2),
+  EXPECT_NEAR(problem.contended_seconds_for_share(relu, 0, 0.5, {2, 2}),
               alone.memory_seconds + alone.overhead_seconds, 1e-12);
+  // More cores taken than the host has: the whole op is time-sliced.
+  const int host_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  EXPECT_NEAR(problem.contended_seconds_for_share(relu, 0, 1, {2, 3 * host_cores}),
+              3 * problem.contended_seconds_for_share(relu, 0, 1, {2, host_cores}), 1e-12);
   // A device alone in its host shares with no one.
-  EXPECT_DOUBLE_EQ(problem.contended_seconds_for_share(relu, 2, 1, 2), problem.seconds(relu, 2));
+  EXPECT_DOUBLE_EQ(problem.contended_seconds_for_share(relu, 2, 1, {2, 2}),
+                   problem.seconds(relu, 2));
 
   // Data parallel on the two devices of one host: each half takes its memory time twice over;
   // on devices of two hosts, once. The simulator agrees with the evaluator.
@@ -314,8 +323,9 @@ TEST(Problem, CpuDevicesOfOneHostShareItsMemoryBandwidth) {
     evaluate_plan(problem, plan);
     double expected = 0;
     for (int n = 0; n < problem.node_count(); ++n)
-      expected += problem.contended_seconds_for_share(n, 0, 0.5, sharers);
-    EXPECT_EQ(steady_sharers(problem, plan, 0), sharers);
+      expected += problem.contended_seconds_for_share(n, 0, 0.5, {sharers, sharers});
+    EXPECT_EQ(steady_sharing(problem, plan, 0).devices, sharers);
+    EXPECT_EQ(steady_sharing(problem, plan, 0).cores, sharers);
     EXPECT_NEAR(plan.predicted.busy_seconds[0], expected, 1e-12) << "with cpu" << other;
     EXPECT_NEAR(simulate(problem, plan).latency_seconds, plan.predicted.latency_seconds,
                 1e-9 + 1e-6 * plan.predicted.latency_seconds)
