@@ -1,5 +1,6 @@
 #include "plan/whole_machine.h"
 
+#include "ir/error.h"
 #include "plan/evaluate.h"
 #include "plan/strategy.h"
 
@@ -38,9 +39,14 @@ std::optional<PlannedCluster> compare_whole_machine(const PlanningProblem& given
     return std::nullopt;
   }
   PlannedCluster whole;
-  whole.cost = std::make_unique<CostModel>(*view.cluster);
-  whole.problem = std::make_unique<PlanningProblem>(*given.graph(), whole.cost->cluster(),
-                                                    *whole.cost, given.options());
+  try {
+    whole.cost = std::make_unique<CostModel>(*view.cluster);
+    whole.problem = std::make_unique<PlanningProblem>(*given.graph(), whole.cost->cluster(),
+                                                      *whole.cost, given.options());
+  } catch (const InputError& error) {  // a problem the view cannot pose (an op none of it runs)
+    plan.reason += not_compared + error.subject() + ": " + error.what();
+    return std::nullopt;
+  }
   std::optional<Plan> whole_plan =
       make_strategy("auto", whole.cost->cluster())->plan(*whole.problem);
   const std::string whole_text = whole_plan
