@@ -128,14 +128,18 @@ class Plan(unittest.TestCase):
             self.assertAlmostEqual(json.loads(simulated.stdout)["planner_estimate"]["latency_s"],
                                    plan["predicted"]["latency_s"],
                                    delta=1e-6 * plan["predicted"]["latency_s"])
-        # A split that wins says what it beat.
-        result = tandem("plan", model("mlp"), "--cluster", cluster("cpu-split.yaml"),
-                        "--strategy", "auto", "--json")
-        self.assertEqual(result.returncode, 0, result.stderr)
-        plan = json.loads(result.stdout)
-        if plan["cluster_view"] == "as given":
-            self.assertIn("; against ", plan["reason"])
+        # Whichever wins says what it beat, and the file says which view it is on.
+        for name in ("mlp", "bert", "gpt"):
+            result = tandem("plan", model(name), "--cluster", cluster("cpu-split.yaml"), "--json")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            plan = json.loads(result.stdout)
             self.assertIn("on the machine as one device, local.cpu (cpu0 + cpu1)", plan["reason"])
+            whole = plan["reason"].startswith("predicted ")
+            self.assertEqual(plan["cluster_view"], "whole machine" if whole else "as given")
+            self.assertEqual({d["id"] for d in plan["devices"]},
+                             {"local.cpu"} if whole else {"cpu0", "cpu1"})
+            if not whole:
+                self.assertIn("; against ", plan["reason"])
 
     def test_the_machine_as_one_device_by_name_and_when_not_compared(self):
         result = tandem("plan", model("mlp"), "--cluster", cluster("cpu-split.yaml"),
