@@ -116,11 +116,9 @@ int plan_command(const PlanCommandOptions& options) {
   if (progress_shown) std::fprintf(stderr, "\n");
   // Auto's plan against the machine as one device, where the cluster splits a machine's cores.
   std::optional<PlannedCluster> whole;
-  if (options.strategy == "auto" && !view_only) {
+  if (options.strategy == "auto" && !view_only)
     whole = compare_whole_machine(given, view, *report.strategies.back().plan);
-    report.provenance.whole_machine = whole.has_value();
-  }
-  report.provenance.whole_machine |= view_only;
+  report.provenance.whole_machine = view_only || whole.has_value();
   const PlanningProblem& problem = whole ? *whole->problem : given;
   report.plan = *report.strategies.back().plan;
   if (!options.output.empty()) write_plan(options.output, report.plan, problem, report.provenance);

@@ -128,6 +128,10 @@ struct WholeMachineView {
 };
 WholeMachineView whole_machine_view(const Cluster& cluster);
 
+// The cores a CPU device computes on: its `cores`, else every core of this machine (as the
+// runtime pins it and the presets scale it).
+int cores_used(const DeviceSpec& device);
+
 // Whether `id` may name a host or device: letters, digits, '_', '-', '.'.
 bool valid_cluster_id(std::string_view id);
 

@@ -27,7 +27,7 @@ int hardware_cores() { return std::max(1u, std::thread::hardware_concurrency());
 DeviceFigures preset_figures(const DevicePreset& preset, int cores) {
   DeviceFigures figures = preset.figures;
   if (!preset.compute_per_core) return figures;
-  const int used = cores > 0 ? cores : hardware_cores();
+  const int used = cores > 0 ? cores : hardware_cores();  // cores_used's rule
   for (auto* peaks : {&figures.matrix_flops, &figures.vector_flops}) {
     for (Figure& peak : *peaks) {
       if (!peak.known()) continue;
@@ -732,6 +732,10 @@ std::variant<DeviceSpec, std::string> merged_cpu(const Cluster& cluster, const H
 }
 
 }  // namespace
+
+int cores_used(const DeviceSpec& device) {
+  return device.cores > 0 ? device.cores : hardware_cores();
+}
 
 WholeMachineView whole_machine_view(const Cluster& cluster) {
   WholeMachineView view;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 
 #include "backends/registry.h"
 #include "cost/memory_footprint.h"
@@ -233,11 +232,8 @@ void PlanningProblem::build_memory_groups() {
   memory_group_.assign(devices, -1);
   memory_share_.assign(devices, 1);
   device_cores_.assign(devices, 0);
-  host_cores_ = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  for (int d = 0; d < devices; ++d) {
-    const int cores = cluster().devices[d].cores;
-    device_cores_[d] = cores > 0 ? cores : host_cores_;
-  }
+  host_cores_ = cores_used(DeviceSpec{});  // every core of the machine
+  for (int d = 0; d < devices; ++d) device_cores_[d] = cores_used(cluster().devices[d]);
   std::vector<int> members;
   for (int d = 0; d < devices; ++d) {
     const DeviceSpec& device = cluster().devices[d];
