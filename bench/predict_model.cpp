@@ -69,9 +69,19 @@ nlohmann::json predict(const Arguments& arguments) {
   std::map<std::string, int> by_source;
   std::map<std::string, int> by_bound;
   double total = 0;
+  nlohmann::json per_node = nlohmann::json::array();
   for (const Node& node : graph.nodes) {
     const OpTime time = costs.op_time(node, graph, 0);
     total += time.seconds;
+    per_node.push_back({{"node", node.name},
+                        {"op_type", node.op_type},
+                        {"seconds", time.seconds},
+                        {"compute_seconds", time.compute_seconds},
+                        {"memory_seconds", time.memory_seconds},
+                        {"flops", node.cost.flops},
+                        {"bytes", node.cost.bytes},
+                        {"bound", bound_name(time.bound)},
+                        {"source", time.source}});
     by_type[node.op_type].seconds += time.seconds;
     ++by_type[node.op_type].count;
     ++by_source[time.source];
@@ -88,7 +98,8 @@ nlohmann::json predict(const Arguments& arguments) {
           {"total_seconds", total},
           {"op_types", op_types},
           {"sources", by_source},
-          {"bounds", by_bound}};
+          {"bounds", by_bound},
+          {"per_node", per_node}};
 }
 
 }  // namespace

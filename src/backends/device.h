@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/activation_layout.h"
 #include "ir/graph.h"
 
 namespace tandem {

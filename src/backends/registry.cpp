@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backends/cpu/conv_layout.h"
 #include "backends/cpu/cpu_device.h"
 #include "backends/pjrt/lower.h"
 #include "ir/error.h"
@@ -66,20 +67,23 @@ std::string none_refusal(const DeviceSpec& device, const Node& node, const Graph
 }
 
 const Backend kBackends[] = {
-    {BackendKind::kCpu, "cpu", true, &present, &cpu_refusal, &cpu::make_devices, nullptr},
+    {BackendKind::kCpu, "cpu", true, &present, &cpu_refusal, &cpu::make_devices, nullptr,
+     &cpu::activation_layouts},
 #ifdef TANDEM_WITH_PJRT
     {BackendKind::kPjrt, "pjrt", false, &pjrt_missing, &pjrt_refusal, &pjrt::make_devices,
-     &pjrt::calibration_target},
+     &pjrt::calibration_target, nullptr},
 #else
-    {BackendKind::kPjrt, "pjrt", false, &pjrt_missing, &pjrt_refusal, nullptr, nullptr},
+    {BackendKind::kPjrt, "pjrt", false, &pjrt_missing, &pjrt_refusal, nullptr, nullptr, nullptr},
 #endif
 #ifdef TANDEM_WITH_CUDA
     {BackendKind::kCuda, "cuda", true, &cuda_missing, &cuda_refusal, &cuda::make_devices,
-     &cuda::calibration_target},
+     &cuda::calibration_target, nullptr},
 #else
-    {BackendKind::kCuda, "cuda", true, &cuda_missing, &cuda_refusal, nullptr, nullptr},
+    {BackendKind::kCuda, "cuda", true, &cuda_missing, &cuda_refusal, nullptr, nullptr, nullptr},
 #endif
-    {BackendKind::kNone, "none", false, &none_missing, &none_refusal, nullptr, nullptr},
+    // Planned as the CPU backend runs a graph (a CPU profile's curves are the CPU's).
+    {BackendKind::kNone, "none", false, &none_missing, &none_refusal, nullptr, nullptr,
+     &cpu::activation_layouts},
 };
 
 // An eager backend runs views and control flow in the graph executor; a subgraph's nodes run

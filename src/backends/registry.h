@@ -42,6 +42,9 @@ struct Backend {
   // The first device of the backend for calibration (`plugin`: PJRT's --plugin); null where
   // the backend has no calibration of its own (the CPU's is calibrate_cpu).
   CalibrationTarget (*calibration)(const std::string& plugin);
+  // The layout each node's kernel reads and writes activations in (node order), where the
+  // backend chooses one; null where it keeps the ONNX layout throughout.
+  std::vector<ActivationLayout> (*activation_layouts)(const Graph& graph);
 };
 
 std::span<const Backend> backends();

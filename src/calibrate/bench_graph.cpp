@@ -98,6 +98,53 @@ Graph tiny_op_mix(int repeats) {
   return graph.finish({x});
 }
 
+Graph tiny_layer_mix(int repeats) {
+  constexpr int64_t kChannels = 16;
+  BenchGraph graph;
+  const auto weights = [&](int64_t per_group, int64_t side) {
+    return graph.random_constant({DType::kFloat32, {kChannels, per_group, side, side}});
+  };
+  const int bias = graph.random_constant({DType::kFloat32, {kChannels}});
+  const int fc = graph.random_constant({DType::kFloat32, {kChannels, kChannels}});
+  const int image = graph.constant(int64s({1, kChannels, 1, 1}));
+  const std::vector<int64_t> one = {1, 1}, three = {3, 3}, pads = {1, 1, 1, 1};
+  int x = graph.input({DType::kFloat32, {1, kChannels, 4, 4}});
+  for (int r = 0; r < repeats; ++r) {
+    x = graph.node("Conv", {x, weights(kChannels, 1), bias}, {{"kernel_shape", one}});
+    x = graph.node("MaxPool", {x}, {{"kernel_shape", three}, {"pads", pads}});
+    x = graph.node("Conv", {x, weights(1, 3), bias},
+                   {{"kernel_shape", three}, {"pads", pads}, {"group", kChannels}});
+    int squeezed = graph.node("GlobalAveragePool", {x});
+    squeezed = graph.node("Flatten", {squeezed});
+    squeezed = graph.node("Gemm", {squeezed, fc, bias}, {{"transB", int64_t{1}}});
+    squeezed = graph.node("Reshape", {squeezed, image});
+    squeezed = graph.node("Conv", {squeezed, weights(kChannels, 1), bias}, {{"kernel_shape", one}});
+    x = graph.node("Mul", {x, squeezed});
+  }
+  return graph.finish({x});
+}
+
+Graph depthwise_in_layout(const DepthwiseShape& shape, bool input_channels_last,
+                          bool output_channels_last) {
+  const int64_t c = shape.channels, pad = shape.kernel / 2;
+  BenchGraph graph;
+  const auto pointwise = [&](int x) {
+    return graph.node("Conv", {x, graph.random_constant({DType::kFloat32, {c, c, 1, 1}})},
+                      {{"kernel_shape", std::vector<int64_t>{1, 1}}});
+  };
+  int x = graph.input({DType::kFloat32, {shape.batch, c, shape.height, shape.width}});
+  if (input_channels_last) x = pointwise(x);
+  x = graph.node("Conv",
+                 {x, graph.random_constant({DType::kFloat32, {c, 1, shape.kernel, shape.kernel}}),
+                  graph.random_constant({DType::kFloat32, {c}})},
+                 {{"kernel_shape", std::vector<int64_t>{shape.kernel, shape.kernel}},
+                  {"strides", std::vector<int64_t>{shape.stride, shape.stride}},
+                  {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
+                  {"group", c}});
+  if (output_channels_last) x = pointwise(x);
+  return graph.finish({x});
+}
+
 Graph weight_chain(int64_t size, int count) {
   BenchGraph graph;
   int x = graph.input({DType::kFloat32, {2, size}});

@@ -38,6 +38,21 @@ Graph single_op_graph(const std::string& op_type, const std::vector<OpInput>& in
 // times in a chain: what a node costs when its work is negligible.
 Graph tiny_op_mix(int repeats);
 
+// The small layers a convolutional model ends in, `repeats` times in a chain on a 1x16x4x4
+// tensor: a 1x1 Conv, a MaxPool, a depthwise 3x3 Conv, and a squeeze-and-excitation block
+// (GlobalAveragePool, Flatten, Gemm, Reshape, a 1x1 Conv, Mul): what those kinds of node cost
+// when their work is negligible.
+Graph tiny_layer_mix(int repeats);
+
+// A depthwise 3x3 or 5x5 convolution (pads keep the image at stride 1) in the layout the CPU
+// gives it among its neighbours: its input channels-last when a 1x1 Conv makes it, its output
+// when a 1x1 Conv reads it. The depthwise node is node 1 after a Conv, else node 0.
+struct DepthwiseShape {
+  int64_t batch, channels, height, width, kernel, stride;
+};
+Graph depthwise_in_layout(const DepthwiseShape& shape, bool input_channels_last,
+                          bool output_channels_last);
+
 // `count` MatMuls in a chain, each of a 2 x `size` tensor by its own `size` x `size` constant
 // weights: work bound by reading the weights.
 Graph weight_chain(int64_t size, int count);

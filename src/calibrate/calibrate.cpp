@@ -8,6 +8,8 @@
 #include "calibrate/host.h"
 #include "calibrate/microbench.h"
 #include "calibrate/runtime_costs.h"
+#include "ir/op_schema.h"
+#include "util/statistics.h"
 
 namespace tandem::calibrate {
 namespace {
@@ -61,6 +63,15 @@ std::vector<ConvShape> conv_shapes(bool quick) {
   return {{1, 3, 224, 224, 64, 7, 2},  {1, 64, 56, 56, 64, 3, 1}, {1, 128, 28, 28, 128, 3, 1},
           {1, 256, 14, 14, 256, 3, 1}, {1, 512, 7, 7, 512, 3, 1}, {2, 256, 4, 4, 256, 3, 1},
           {2, 512, 2, 2, 512, 3, 1},   {1, 256, 56, 56, 64, 1, 1}};
+}
+
+// Depthwise convolutions as MobileNets and SSDLite have them, from a late 4x4 layer to a first
+// 112x112 one, 3x3 and 5x5, stride 1 and 2.
+std::vector<DepthwiseShape> depthwise_shapes(bool quick) {
+  if (quick) return {{2, 32, 16, 16, 3, 1}, {1, 64, 56, 56, 3, 1}};
+  return {{1, 128, 4, 4, 3, 1},  {2, 32, 16, 16, 3, 1},  {1, 16, 112, 112, 3, 2},
+          {1, 88, 28, 28, 3, 1}, {1, 576, 7, 7, 5, 1},   {1, 240, 14, 14, 5, 1},
+          {1, 64, 56, 56, 3, 1}, {1, 32, 112, 112, 3, 1}};
 }
 
 // Elements per Add operand, from in-L1 to well past the last-level cache (the largest is
@@ -127,6 +138,7 @@ class Suite {
     dispatch_overhead();  // before the rates below, which exclude it
     weight_curve();
     conv_weight_curve();
+    depthwise_curves();
     view_overhead();
     subgraph_run_overhead();
     vector_throughput();
@@ -303,6 +315,41 @@ class Suite {
                                median_note();
     record("dispatch per op", seconds, "s", method);
     profile_.figures.launch_overhead = measured(seconds, method);
+    // Each kind's own cost: a node's kernel time plus the executor's step (a run's time per op
+    // less the kernels' mean), the median over the nodes of that kind in two mixes. A oneDNN
+    // primitive's entry costs microseconds where an elementwise loop's costs a fraction of one.
+    std::map<std::string, std::vector<double>> costs;
+    add_node_costs(bench, seconds, costs);
+    OpBench layers(device_, tiny_layer_mix(kRepeats));
+    add_node_costs(
+        layers, layers.run_seconds(repetition_) / static_cast<double>(layers.graph().nodes.size()),
+        costs);
+    for (auto& [op_type, node_costs] : costs) {
+      const double overhead = median(node_costs);
+      profile_.op_overheads[op_type] = overhead;
+      record("op overhead (" + op_type + ")", overhead, "s",
+             "small ops in chains on 4x16 and 1x16x4x4 tensors, the executor's step (run time "
+             "per op less the mean kernel time) + the kernel time, median over " +
+                 std::to_string(node_costs.size()) + " nodes of the kind, " + median_note());
+    }
+  }
+
+  // Each node's kernel time plus the executor's step, by op type (views left out: theirs is
+  // the view step).
+  void add_node_costs(OpBench& bench, double seconds_per_op,
+                      std::map<std::string, std::vector<double>>& costs) {
+    const std::vector<double> kernels = bench.per_node_seconds(repetition_);
+    if (kernels.empty()) return;
+    double kernel_sum = 0;
+    for (double kernel : kernels) kernel_sum += kernel;
+    const double step =
+        std::max(0.0, seconds_per_op - kernel_sum / static_cast<double>(kernels.size()));
+    const std::vector<Node>& nodes = bench.graph().nodes;
+    for (size_t n = 0; n < nodes.size(); ++n) {
+      const OpSchema* schema = OpRegistry::instance().find(nodes[n].op_type);
+      if (schema && !schema->output_aliases_input)
+        costs[nodes[n].op_type].push_back(step + kernels[n]);
+    }
   }
 
   // A compiled device runs a graph as one program: a program of one tiny op costs the launch
@@ -370,6 +417,32 @@ class Suite {
                  " fp32 3x3 Convs of 2x512x2x2 by 512x512x3x3 constant weights in a chain, "
                  "weight bytes / (run time less one dispatch per op), " +
                  median_note());
+    }
+  }
+
+  // Each depthwise shape in the four layouts a kernel may read and write (the CPU's reorders
+  // in and out of its channels-last chains cost as much as the convolution), kernel times.
+  void depthwise_curves() {
+    // Each takes microseconds: a tenth of a second of runs is thousands of samples.
+    const Repetition repetition = options_.quick ? repetition_ : Repetition{7, 500, 0.1};
+    for (const DepthwiseShape& shape : depthwise_shapes(options_.quick)) {
+      for (bool in : {false, true}) {
+        for (bool out : {false, true}) {
+          OpBench bench(device_, depthwise_in_layout(shape, in, out));
+          const size_t node = in ? 1 : 0;
+          const double seconds = bench.per_node_seconds(repetition).at(node);
+          const double flops = bench.graph().nodes[node].cost.flops;
+          const std::string key = depthwise_layout_key(in, out);
+          profile_.depthwise_curves[key].push_back({flops, seconds});
+          record("depthwise " + joined({shape.batch, shape.channels, shape.height, shape.width}) +
+                     " k" + std::to_string(shape.kernel) + " s" + std::to_string(shape.stride) +
+                     " " + key,
+                 flops / seconds, "FLOP/s",
+                 "fp32 depthwise Conv with bias, " + key +
+                     " (input, output: after and before a 1x1 Conv for nhwc), kernel time, " +
+                     median_note());
+        }
+      }
     }
   }
 

@@ -79,6 +79,33 @@ double OpBench::node_seconds(const Repetition& repetition) {
   return result;
 }
 
+std::vector<double> OpBench::per_node_seconds(const Repetition& repetition) {
+  if (executor_->compiled()) return {};
+  const size_t nodes = graph_.nodes.size();
+  std::vector<std::vector<double>> samples(nodes);
+  executor_->set_observer([&](const Node& node, std::chrono::nanoseconds elapsed) {
+    samples[static_cast<size_t>(&node - graph_.nodes.data())].push_back(
+        std::chrono::duration<double>(elapsed).count());
+  });
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  for (int runs = 0;
+       runs < repetition.min_runs ||
+       (runs < repetition.max_runs &&
+        std::chrono::duration<double>(Clock::now() - start).count() < repetition.budget_seconds);
+       ++runs) {
+    executor_->run(inputs_);
+  }
+  executor_->set_observer(nullptr);
+  std::vector<double> typical_times;
+  for (std::vector<double>& node_samples : samples) {
+    const double fast = quantile(node_samples, 0.1);
+    const double middle = median(node_samples);
+    typical_times.push_back(fast > 0 && middle / fast > kContendedSpread ? fast : middle);
+  }
+  return typical_times;
+}
+
 double OpBench::run_seconds(const Repetition& repetition) {
   return typical_seconds(repetition, [&] {
     const auto start = std::chrono::steady_clock::now();

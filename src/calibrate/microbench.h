@@ -73,6 +73,10 @@ class OpBench {
   double node_seconds(const Repetition& repetition);
   // Typical seconds of a whole run through the executor, dispatch included.
   double run_seconds(const Repetition& repetition);
+  // Each node's kernel time (the executor's per-node observer), in node order, over whole runs
+  // repeated as `repetition` says: a node's median, or its 10th percentile where another
+  // process contended (typical()'s rule). Empty on a compiled device.
+  std::vector<double> per_node_seconds(const Repetition& repetition);
 
  private:
   Graph graph_;

@@ -273,15 +273,28 @@ void CostModel::add_device(int device, std::shared_ptr<const CalibrationProfile>
       if (link.implicit && link.kind == LinkKind::kHostMemory)
         overlay(link.latency, profile->figures.handoff_latency, model.profile_file);
     }
+    // The curves' points are kernel times of Adds and MatMuls: each less that kind's fixed cost,
+    // which op_overhead adds back.
+    const auto fixed_cost = [&](const char* op_type) {
+      const auto found = profile->op_overheads.find(op_type);
+      return found != profile->op_overheads.end() ? found->second
+                                                  : spec.figures.launch_overhead.value;
+    };
+    model.bandwidth = BandwidthCurve(profile->bandwidth_curve, fixed_cost("Add"));
+    // Its times already exclude the dispatches.
+    model.weights = BandwidthCurve(profile->weight_curve, 0);
+    for (const auto& [layouts, points] : profile->depthwise_curves) {
+      std::vector<WorkCurve::Point> work;
+      for (const auto& point : points)
+        work.push_back({point.flops, point.seconds - fixed_cost("Conv")});
+      model.depthwise[layouts] = WorkCurve(std::move(work));
+    }
     if (!profile->gemm_curve.empty()) {
       // `tandem calibrate` times fp32 GEMMs.
       const Rate fp32 = matrix_rate(spec.kind, spec.figures, Precision::kFp32, options_.tf32);
-      model.matmul = MatmulEfficiency(profile->gemm_curve, spec.figures.launch_overhead.value,
-                                      fp32.figure ? fp32.figure->value : 0);
+      model.matmul = MatmulEfficiency(profile->gemm_curve, fixed_cost("MatMul"),
+                                      fp32.figure ? fp32.figure->value : 0, model.weights);
     }
-    model.bandwidth = BandwidthCurve(profile->bandwidth_curve, spec.figures.launch_overhead.value);
-    // Its times already exclude the dispatches.
-    model.weights = BandwidthCurve(profile->weight_curve, 0);
     model.conv_weights = BandwidthCurve(profile->conv_weight_curve, 0);
     model.profile = std::move(profile);
   }
@@ -289,7 +302,7 @@ void CostModel::add_device(int device, std::shared_ptr<const CalibrationProfile>
 }
 
 double CostModel::run_weight_bytes(const Graph& graph) const {
-  const std::lock_guard<std::mutex> lock(weight_bytes_mutex_);
+  const std::lock_guard<std::mutex> lock(cache_mutex_);
   WeightBytes& cached = weight_bytes_[&graph];
   if (cached.values != graph.values.size() || cached.nodes != graph.nodes.size()) {
     cached = {graph.values.size(), graph.nodes.size(), 0};
@@ -298,6 +311,20 @@ double CostModel::run_weight_bytes(const Graph& graph) const {
     }
   }
   return cached.bytes;
+}
+
+ActivationLayout CostModel::activation_layout(const Node& node, const Graph& graph,
+                                              int device) const {
+  const Backend& backend = backend_of(cluster_.devices[device].backend);
+  const auto n = static_cast<size_t>(&node - graph.nodes.data());
+  if (!backend.activation_layouts || n >= graph.nodes.size()) return {};
+  const std::lock_guard<std::mutex> lock(cache_mutex_);
+  Layouts& cached = layouts_[{&graph, backend.kind}];
+  if (cached.values != graph.values.size() || cached.nodes != graph.nodes.size() ||
+      cached.by_node.size() != graph.nodes.size()) {
+    cached = {graph.values.size(), graph.nodes.size(), backend.activation_layouts(graph)};
+  }
+  return cached.by_node[n];
 }
 
 OpTime CostModel::op_time(const Node& node, const Graph& graph, int device) const {
@@ -459,6 +486,17 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
       vector_flops = std::max(0.0, node.cost.flops - gemm->flops());
     }
   }
+  if (precision == Precision::kFp32 && !model.depthwise.empty() && is_depthwise_conv(node, graph)) {
+    const ActivationLayout layout = activation_layout(node, graph, device);
+    const std::string key =
+        depthwise_layout_key(layout.input_channels_last, layout.output_channels_last);
+    if (const auto curve = model.depthwise.find(key);
+        curve != model.depthwise.end() && curve->second.measured()) {
+      time.compute_seconds = curve->second.seconds(node.cost.flops);
+      compute_source = "calibration " + model.profile_file + ": depthwise convolutions " + key;
+      vector_flops = 0;
+    }
+  }
   const Rate vector = vector_rate(figures, precision);
   const double op_rate = vector_op_rate(model, node, precision);
   if (op_rate > 0 && vector_flops > 0) {
@@ -509,11 +547,21 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
     time.weight_seconds = constant_bytes / figures.memory_bandwidth.value;
   }
   time.overhead_seconds = figures.launch_overhead.value;
+  const Figure* overhead_figure = &figures.launch_overhead;
+  if (model.profile && node.domain.empty()) {
+    const auto kind = model.profile->op_overheads.find(node.op_type);
+    if (kind != model.profile->op_overheads.end()) {
+      time.overhead_seconds = kind->second;
+      overhead_figure = nullptr;
+    }
+  }
   const double work = std::max(time.compute_seconds, time.memory_seconds);
   time.seconds = work + time.overhead_seconds;
   if (time.overhead_seconds >= work) {
     time.bound = Bound::kOverhead;
-    time.source = source_of(figures.launch_overhead, device);
+    time.source = overhead_figure
+                      ? source_of(*overhead_figure, device)
+                      : "calibration " + model.profile_file + ": " + node.op_type + " overhead";
   } else if (time.compute_seconds >= time.memory_seconds) {
     time.bound = Bound::kCompute;
     time.source = compute_source;

@@ -8,8 +8,10 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/activation_layout.h"
 #include "cost/bandwidth_curve.h"
 #include "cost/matmul_efficiency.h"
+#include "cost/work_curve.h"
 #include "devices/cluster.h"
 #include "devices/profile.h"
 #include "devices/routing.h"
@@ -107,9 +109,15 @@ class CostModel {
     BandwidthCurve bandwidth;     // empty without a calibrated curve
     BandwidthCurve weights;       // by a run's weight bytes; empty without a calibrated curve
     BandwidthCurve conv_weights;  // the same for spatial convolutions' weights
+    // Depthwise convolutions' kernel times by FLOPs, less a Conv's fixed cost, by the layouts
+    // they read and write (depthwise_layout_key).
+    std::map<std::string, WorkCurve, std::less<>> depthwise;
   };
   // Bytes of the constants a run of `graph` reads (its weights), cached by graph.
   double run_weight_bytes(const Graph& graph) const;
+  // The layout `node`'s kernel reads and writes on `device`, as its backend declares it for
+  // `graph` (cached by graph); the ONNX layout where the backend keeps it.
+  ActivationLayout activation_layout(const Node& node, const Graph& graph, int device) const;
   OpTime op_time_in(const Node& node, const Graph& graph, int device, double weight_bytes) const;
 
   void add_device(int device, std::shared_ptr<const CalibrationProfile> profile);
@@ -135,8 +143,13 @@ class CostModel {
     size_t values = 0, nodes = 0;  // the graph's size when counted, to notice a new graph
     double bytes = 0;
   };
-  mutable std::mutex weight_bytes_mutex_;
+  struct Layouts {
+    size_t values = 0, nodes = 0;  // as WeightBytes
+    std::vector<ActivationLayout> by_node;
+  };
+  mutable std::mutex cache_mutex_;  // guards the two caches below
   mutable std::map<const Graph*, WeightBytes> weight_bytes_;
+  mutable std::map<std::pair<const Graph*, BackendKind>, Layouts> layouts_;
 };
 
 }  // namespace tandem

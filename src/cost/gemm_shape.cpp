@@ -99,4 +99,12 @@ GemmShape padded(const GemmShape& shape, int64_t granule) {
   return result;
 }
 
+bool is_depthwise_conv(const Node& node, const Graph& graph) {
+  if (node.op_type != "Conv" || !node.domain.empty() || node.inputs.size() < 2 ||
+      node.inputs[1] < 0 || node.attr_int("group", 1) < 2)
+    return false;
+  const Shape& w = graph.values[node.inputs[1]].type.shape;
+  return w.size() >= 3 && w[1] == 1;
+}
+
 }  // namespace tandem

@@ -21,6 +21,9 @@ struct GemmShape {
 // Dynamic dims count as 1, as in the IR's FLOP counts.
 std::optional<GemmShape> gemm_shape(const Node& node, const Graph& graph);
 
+// A Conv with one input channel per group and more than one group.
+bool is_depthwise_conv(const Node& node, const Graph& graph);
+
 // Every dim of m, n and k rounded up to a multiple of `granule` (work on padded tiles).
 GemmShape padded(const GemmShape& shape, int64_t granule);
 

@@ -1,6 +1,8 @@
 #pragma once
 #include <vector>
 
+#include "cost/bandwidth_curve.h"
+#include "cost/work_curve.h"
 #include "devices/profile.h"
 
 namespace tandem {
@@ -17,20 +19,21 @@ class MatmulEfficiency {
 
   // The saturating curve: seconds = flops / (kPeakFraction * peak) + kRampSeconds.
   MatmulEfficiency() = default;
-  // Measured GEMM times, each including one `launch_overhead` (removed here: the cost model adds
-  // it back), at a device whose peak for that precision is `measured_peak` ops/s.
-  MatmulEfficiency(const std::vector<CalibrationProfile::GemmPoint>& curve, double launch_overhead,
-                   double measured_peak);
+  // Measured GEMM times, each including a MatMul's fixed cost `fixed_seconds` (removed here:
+  // the cost model adds it back as the op's overhead), at a device whose peak for that precision is
+  // `measured_peak` ops/s. A point whose time is mostly reading its constant B (a product of one
+  // row by a large matrix), as `weights` prices those bytes, measured memory, not compute: it is
+  // left out, since the cost model prices the weights' reading apart and takes the larger of the
+  // two.
+  MatmulEfficiency(const std::vector<CalibrationProfile::GemmPoint>& curve, double fixed_seconds,
+                   double measured_peak, const BandwidthCurve& weights = {});
 
-  bool measured() const { return !points_.empty(); }
+  bool measured() const { return curve_.measured(); }
   // Seconds of compute for `flops` of GEMM work at `peak` ops/s; non-decreasing in flops.
   double seconds(double flops, double peak) const;
 
  private:
-  struct Point {
-    double flops, seconds;
-  };
-  std::vector<Point> points_;  // ascending flops, non-decreasing seconds
+  WorkCurve curve_;  // FLOPs -> seconds at measured_peak_
   double measured_peak_ = 0;
 };
 

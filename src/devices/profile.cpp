@@ -202,6 +202,13 @@ class ProfileReader {
             number_at(rates, op_type, "vector_op_rates[\"" + op_type + "\"]", true);
       }
     }
+    if (root.contains("op_overheads")) {
+      const json& overheads = object_at(root, "op_overheads", "op_overheads");
+      for (const auto& [op_type, seconds] : overheads.items()) {
+        profile.op_overheads[op_type] =
+            number_at(overheads, op_type, "op_overheads[\"" + op_type + "\"]", false);
+      }
+    }
 
     const json& curve = array_at(root, "gemm_curve", "gemm_curve");
     for (size_t i = 0; i < curve.size(); ++i) {
@@ -225,6 +232,26 @@ class ProfileReader {
         if (!bandwidth[i].is_object()) fail(field, "expected an object");
         target->push_back({number_at(bandwidth[i], "bytes", field + ".bytes", true),
                            number_at(bandwidth[i], "seconds", field + ".seconds", true)});
+      }
+    }
+
+    if (root.contains("depthwise_curves")) {
+      const json& curves = object_at(root, "depthwise_curves", "depthwise_curves");
+      for (const auto& [key, points] : curves.items()) {
+        const std::string field = "depthwise_curves[\"" + key + "\"]";
+        bool known = false;
+        for (bool in : {false, true}) {
+          for (bool out : {false, true}) known = known || key == depthwise_layout_key(in, out);
+        }
+        if (!known) fail(field, "expected nchw-nchw, nhwc-nchw, nchw-nhwc or nhwc-nhwc");
+        const json& array = array_at(curves, key, field);
+        for (size_t i = 0; i < array.size(); ++i) {
+          const std::string point = field + "[" + std::to_string(i) + "]";
+          if (!array[i].is_object()) fail(point, "expected an object");
+          profile.depthwise_curves[key].push_back(
+              {number_at(array[i], "flops", point + ".flops", true),
+               number_at(array[i], "seconds", point + ".seconds", true)});
+        }
       }
     }
 
@@ -290,6 +317,11 @@ std::string position(const std::string& text, size_t offset) {
 }
 
 }  // namespace
+
+std::string depthwise_layout_key(bool input_channels_last, bool output_channels_last) {
+  return std::string(input_channels_last ? "nhwc" : "nchw") + "-" +
+         (output_channels_last ? "nhwc" : "nchw");
+}
 
 std::string op_signature(const Node& node, const Graph& graph) {
   std::string text = node.domain.empty() ? node.op_type : node.domain + "." + node.op_type;
@@ -401,6 +433,17 @@ void write_profile(const std::string& path, const CalibrationProfile& profile) {
     root["subgraph_run_overhead"] = figure_json(profile.subgraph_run_overhead);
   }
   if (!profile.vector_op_rates.empty()) root["vector_op_rates"] = profile.vector_op_rates;
+  if (!profile.op_overheads.empty()) root["op_overheads"] = profile.op_overheads;
+  if (!profile.depthwise_curves.empty()) {
+    json curves = json::object();
+    for (const auto& [key, points] : profile.depthwise_curves) {
+      json array = json::array();
+      for (const auto& point : points)
+        array.push_back({{"flops", point.flops}, {"seconds", point.seconds}});
+      curves[key] = std::move(array);
+    }
+    root["depthwise_curves"] = std::move(curves);
+  }
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   if (!file) throw InputError(path, "cannot write the profile");
   file << root.dump(2) << "\n";

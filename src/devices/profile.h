@@ -39,7 +39,16 @@ struct CalibrationProfile {
   // less one dispatch per op. Past the caches they get through their weights at well under
   // the MatMuls' rate (their blocked weights, read tap by tap). Empty in older profiles.
   std::vector<BandwidthPoint> conv_weight_curve;  // ascending bytes
-  std::map<std::string, double> op_seconds;       // op_signature -> median seconds per call
+  // Depthwise convolutions (one channel per group), whose time is not a GEMM's: kernel times by
+  // FLOPs, MobileNet-like shapes, one curve per layout the kernel reads and writes
+  // (depthwise_layout_key: the CPU's channels-last chains make a reorder in or out, or none).
+  // Empty in older profiles and on compiled devices.
+  struct WorkPoint {
+    double flops = 0;
+    double seconds = 0;
+  };
+  std::map<std::string, std::vector<WorkPoint>> depthwise_curves;
+  std::map<std::string, double> op_seconds;  // op_signature -> median seconds per call
   // Executor costs that are not a kernel's (absent in profiles written before they were
   // measured: then a view costs nothing and a subgraph run only its ops):
   // - the step of a view (Reshape, Squeeze...: no kernel runs, the executor still takes a step);
@@ -52,6 +61,12 @@ struct CalibrationProfile {
   // kernel time less the dispatch overhead. Ops of these types run at their own rate rather
   // than at the vector peak.
   std::map<std::string, double> vector_op_rates;
+  // What an op of each type costs when its work is negligible (small instances in a chain
+  // through the executor: the executor's step and the kernel's fixed costs, such as a oneDNN
+  // primitive's entry), op type -> seconds. The dispatch figure (figures.launch_overhead) is
+  // the mean over a mix of kinds; an op of a type measured here costs its own. Views are
+  // `view_overhead`'s. Empty in older profiles and on compiled devices.
+  std::map<std::string, double> op_overheads;
   // Copies between host memory and the device. A CPU has no device copy: this is host
   // memcpy bandwidth, the figure a host-to-host-memory link gets.
   Figure host_link_bandwidth;
@@ -64,6 +79,9 @@ struct CalibrationProfile {
   };
   std::vector<Measurement> measurements;
 };
+
+// "nchw-nchw", "nhwc-nchw", "nchw-nhwc" or "nhwc-nhwc": a depthwise curve's layouts, in then out.
+std::string depthwise_layout_key(bool input_channels_last, bool output_channels_last);
 
 // A key that identifies an op's work exactly: op type, input and output dtypes and shapes,
 // attributes (tensors by content hash, subgraphs by their ops).

@@ -71,6 +71,31 @@ TEST(ConvLayout, MarksExactlyTheTensorsThatOnlyLayoutAwareNodesRead) {
   EXPECT_EQ(chained, 20);
 }
 
+// What the cost model is told (through the backend registry) is what the kernels are given.
+TEST(ConvLayout, DeclaredLayoutsAreTheMarkedOnes) {
+  const testing::ZooCase c = testing::load_zoo_case("real/mobilenet_v3_small");
+  const std::optional<Graph> marked = cpu::with_channels_last_conv_chains(c.graph);
+  ASSERT_TRUE(marked);
+  const std::vector<ActivationLayout> layouts = cpu::activation_layouts(c.graph);
+  ASSERT_EQ(layouts.size(), c.graph.nodes.size());
+  int inputs = 0, outputs = 0;
+  for (size_t n = 0; n < layouts.size(); ++n) {
+    const Node& node = marked->nodes[n];
+    EXPECT_EQ(layouts[n].input_channels_last,
+              layout(node, cpu::kSrcLayoutAttribute) == cpu::kChannelsLast)
+        << node.label();
+    EXPECT_EQ(layouts[n].output_channels_last,
+              layout(node, cpu::kDstLayoutAttribute) == cpu::kChannelsLast)
+        << node.label();
+    inputs += layouts[n].input_channels_last;
+    outputs += layouts[n].output_channels_last;
+  }
+  // Some convolutions read channels-last and some write NCHW (for the squeeze-and-excitation).
+  EXPECT_GT(inputs, 10);
+  EXPECT_GT(outputs, 10);
+  EXPECT_LT(outputs, static_cast<int>(layouts.size()));
+}
+
 // A pooling joins a chain only where oneDNN runs it: not with an Indices output or
 // count_include_pad (the loop handles those, on NCHW).
 TEST(ConvLayout, PoolingsTheLoopRunsStayNchw) {

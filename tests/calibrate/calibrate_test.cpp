@@ -107,6 +107,17 @@ TEST(Calibrate, QuickGivesPlausibleFiguresInSeconds) {
   const auto& largest = profile.bandwidth_curve.back();
   EXPECT_DOUBLE_EQ(profile.figures.memory_bandwidth.value, largest.bytes / largest.seconds);
   EXPECT_GT(largest.bytes, profile.bandwidth_curve.front().bytes);
+  // Each kind's fixed cost: an elementwise loop's is below a oneDNN convolution's entry.
+  for (const char* kind : {"Add", "Relu", "MatMul", "Gemm", "Conv", "MaxPool", "GlobalAveragePool"})
+    EXPECT_GT(profile.op_overheads.count(kind), 0u) << kind;
+  EXPECT_LT(profile.op_overheads.at("Relu"), profile.op_overheads.at("Conv"));
+  // Depthwise convolutions in all four layouts, each shape once.
+  ASSERT_EQ(profile.depthwise_curves.size(), 4u);
+  for (const auto& [layouts, points] : profile.depthwise_curves) {
+    ASSERT_EQ(points.size(), 2u) << layouts;
+    EXPECT_LT(points[0].flops, points[1].flops) << layouts;
+    EXPECT_GT(points[0].seconds, 0) << layouts;
+  }
   EXPECT_EQ(progress_lines, static_cast<int>(profile.measurements.size()));
 }
 

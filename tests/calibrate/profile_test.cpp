@@ -151,6 +151,18 @@ TEST(Profile, ZeroBandwidthPointIsRejected) {
   expect_rejected(profile_text_with("0.0195", "0"), "bandwidth_curve[1].seconds");
 }
 
+TEST(Profile, UnknownDepthwiseLayoutIsRejected) {
+  expect_rejected(profile_text_with("\"op_seconds\"",
+                                    "\"depthwise_curves\": {\"nhwc-nhcw\": []}, \"op_seconds\""),
+                  "depthwise_curves[\"nhwc-nhcw\"]': expected nchw-nchw");
+}
+
+TEST(Profile, NegativeOpOverheadIsRejected) {
+  expect_rejected(
+      profile_text_with("\"op_seconds\"", "\"op_overheads\": {\"Conv\": -1}, \"op_seconds\""),
+      "op_overheads[\"Conv\"]");
+}
+
 TEST(Profile, OtherJsonIsNotAProfile) { expect_rejected("{\"devices\": []}", "field 'format'"); }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The rules a calibration profile adds to the roofline: bandwidth by working set, weights by
-// the run's weights, control flow by its bodies, views' executor steps, transcendental rates.
+// the run's weights, control flow by its bodies, views' executor steps, transcendental rates,
+// each kind's fixed cost, depthwise convolutions by the layouts their kernel sees.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -252,6 +253,64 @@ TEST(CalibratedCost, TranscendentalOpsRunAtTheirMeasuredRate) {
   EXPECT_NEAR(time_of(model, relu).compute_seconds, relu.nodes[0].cost.flops / 100e9, 1e-15);
 }
 
+TEST(CalibratedCost, AnOpOfAMeasuredKindCostsItsOwnOverhead) {
+  CalibrationProfile profile = cache_profile();
+  profile.op_overheads = {{"Gemm", 3e-6}};
+  const CostModel model(profiled_cluster(), {{kCpu, profile}});
+  GraphBuilder builder;
+  const int x = builder.input("x", DType::kFloat32, {2, 4});
+  const int w = builder.constant("w", DType::kFloat32, {4, 4});
+  const Graph gemm = builder.infer({builder.node("Gemm", {x, w})});
+  EXPECT_EQ(time_of(model, gemm).overhead_seconds, 3e-6);
+  EXPECT_EQ(time_of(model, gemm).bound, Bound::kOverhead);
+  EXPECT_NE(time_of(model, gemm).source.find("Gemm overhead"), std::string::npos)
+      << time_of(model, gemm).source;
+  // A kind the profile did not time: the dispatch figure.
+  EXPECT_EQ(time_of(model, add(16)).overhead_seconds, kOverhead);
+}
+
+// x [1, 32, 64, 64] through a 3x3 depthwise Conv, after and before a 1x1 Conv when `chained`.
+Graph depthwise(bool chained) {
+  GraphBuilder builder;
+  const auto pointwise = [&](int in, const char* name) {
+    return builder.node("Conv", {in, builder.constant(name, DType::kFloat32, {32, 32, 1, 1})});
+  };
+  int x = builder.input("x", DType::kFloat32, {1, 32, 64, 64});
+  if (chained) x = pointwise(x, "before");
+  x = builder.node("Conv", {x, builder.constant("dw", DType::kFloat32, {32, 1, 3, 3})},
+                   {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                    {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                    {"group", int64_t{32}}});
+  if (chained) x = pointwise(x, "after");
+  return builder.infer({x});
+}
+
+TEST(CalibratedCost, DepthwiseConvolutionsTakeTheCurveOfTheLayoutsTheirKernelSees) {
+  Cluster cluster = profiled_cluster();
+  cluster.devices[kCpu].backend = BackendKind::kCpu;  // which keeps conv chains channels-last
+  CalibrationProfile profile = cache_profile();
+  profile.op_overheads = {{"Conv", 2e-6}};
+  // Kernel times: a Conv's fixed cost included, as calibrate measures them.
+  profile.depthwise_curves = {{"nhwc-nhwc", {{1e6, 10e-6}}}, {"nchw-nchw", {{1e6, 40e-6}}}};
+  const CostModel model(cluster, {{kCpu, profile}});
+  const Graph chained = depthwise(true), alone = depthwise(false);
+  const Node& in_chain = chained.nodes.at(1);
+  const double flops = alone.nodes.at(0).cost.flops;
+  ASSERT_EQ(in_chain.cost.flops, flops);
+  const OpTime chain_time = model.op_time(in_chain, chained, kCpu);
+  EXPECT_NEAR(chain_time.compute_seconds, 8e-6 * flops / 1e6, 1e-15);
+  EXPECT_NE(chain_time.source.find("depthwise convolutions nhwc-nhwc"), std::string::npos)
+      << chain_time.source;
+  const OpTime alone_time = time_of(model, alone);
+  EXPECT_NEAR(alone_time.compute_seconds, 38e-6 * flops / 1e6, 1e-15);
+  EXPECT_EQ(alone_time.overhead_seconds, 2e-6);
+  // A layout the profile has no curve for: the vector rate, as before.
+  CalibrationProfile chain_only = profile;
+  chain_only.depthwise_curves.erase("nchw-nchw");
+  const CostModel partial(cluster, {{kCpu, chain_only}});
+  EXPECT_NEAR(time_of(partial, alone).compute_seconds, flops / 100e9, 1e-15);
+}
+
 TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   CalibrationProfile profile;
   profile.device_name = "cpu: test";
@@ -260,6 +319,8 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   profile.view_overhead = testing::figure(0.2e-6, "calibration p.json: views");
   profile.subgraph_run_overhead = testing::figure(1e-6, "calibration p.json: loop");
   profile.vector_op_rates = {{"Tanh", 2e9}};
+  profile.op_overheads = {{"Conv", 3e-6}, {"Relu", 0.2e-6}};
+  profile.depthwise_curves = {{"nhwc-nchw", {{1e5, 2e-6}, {1e7, 90e-6}}}};
   const std::string path = ::testing::TempDir() + "/costfix_profile.json";
   write_profile(path, profile);
   const CalibrationProfile read = read_profile(path);
@@ -270,6 +331,10 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   EXPECT_EQ(read.view_overhead.value, 0.2e-6);
   EXPECT_EQ(read.subgraph_run_overhead.value, 1e-6);
   EXPECT_EQ(read.vector_op_rates.at("Tanh"), 2e9);
+  EXPECT_EQ(read.op_overheads, profile.op_overheads);
+  ASSERT_EQ(read.depthwise_curves.at("nhwc-nchw").size(), 2u);
+  EXPECT_EQ(read.depthwise_curves.at("nhwc-nchw")[1].flops, 1e7);
+  EXPECT_EQ(read.depthwise_curves.at("nhwc-nchw")[1].seconds, 90e-6);
   // A profile written before these fields existed has none of them.
   CalibrationProfile older;
   older.device_name = "cpu: old";
@@ -279,6 +344,8 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   EXPECT_TRUE(old.conv_weight_curve.empty());
   EXPECT_FALSE(old.view_overhead.known());
   EXPECT_TRUE(old.vector_op_rates.empty());
+  EXPECT_TRUE(old.op_overheads.empty());
+  EXPECT_TRUE(old.depthwise_curves.empty());
   std::remove(path.c_str());
 }
 

@@ -277,6 +277,19 @@ TEST(MatmulEfficiency, MeasuredTimesArePooledIntoAMonotoneCurve) {
   EXPECT_NEAR(curve.seconds(2.0 * 32 * 32 * 32, 2e12), 5e-6, 1e-15);
 }
 
+TEST(MatmulEfficiency, APointBoundByReadingItsWeightsIsLeftOut) {
+  // One row by a 1024x1024 matrix: 4 MiB read in 30 us, at a weight rate of 150 GB/s 28 us of
+  // it. Kept, it would pool with 128^3 and price small products as slow as reading 4 MiB.
+  const std::vector<CalibrationProfile::GemmPoint> points = {
+      {1, 1024, 1024, 30e-6}, {128, 128, 128, 10e-6}, {256, 256, 256, 60e-6}};
+  const BandwidthCurve weights({{4 << 20, (4 << 20) / 150e9}}, 0);
+  const MatmulEfficiency without(points, 0, 1e12, weights);
+  const double flops = 2.0 * 1024 * 1024;  // below 128^3: 128^3's rate
+  EXPECT_NEAR(without.seconds(flops, 1e12), 10e-6 * flops / (2.0 * 128 * 128 * 128), 1e-15);
+  const MatmulEfficiency with(points, 0, 1e12);
+  EXPECT_NEAR(with.seconds(flops, 1e12), std::sqrt(30e-6 * 10e-6), 1e-15);
+}
+
 TEST(MatmulEfficiency, SaturatingCurveWithoutMeasurements) {
   const MatmulEfficiency curve;
   EXPECT_FALSE(curve.measured());

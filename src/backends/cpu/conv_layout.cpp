@@ -35,9 +35,13 @@ bool channels_last_input(const Node& node, size_t input) {
   return input == 0 || (node.op_type == "Conv" && input == 3);
 }
 
-}  // namespace
+// Each chained value: the node making it and who reads it, at which input.
+struct ChainedValue {
+  size_t producer;
+  std::vector<std::pair<size_t, size_t>> readers;
+};
 
-std::optional<Graph> with_channels_last_conv_chains(const Graph& graph) {
+std::vector<ChainedValue> channels_last_values(const Graph& graph) {
   // Who reads each value, at which input; values read by subgraphs or the caller stay NCHW.
   std::vector<std::vector<std::pair<size_t, size_t>>> readers(graph.values.size());
   std::set<int> pinned(graph.outputs.begin(), graph.outputs.end());
@@ -58,8 +62,7 @@ std::optional<Graph> with_channels_last_conv_chains(const Graph& graph) {
     capable[n] =
         channels_last_conv(graph, graph.nodes[n]) || channels_last_pool(graph, graph.nodes[n]);
   }
-
-  std::optional<Graph> marked;
+  std::vector<ChainedValue> chained_values;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     if (!capable[n]) continue;
     const int out = graph.nodes[n].outputs[0];
@@ -68,16 +71,36 @@ std::optional<Graph> with_channels_last_conv_chains(const Graph& graph) {
     for (const auto& [reader, input] : readers[out]) {
       chained = chained && capable[reader] && channels_last_input(graph.nodes[reader], input);
     }
-    if (!chained) continue;
-    if (!marked) marked = graph;
-    marked->nodes[n].attributes[kDstLayoutAttribute] = std::string(kChannelsLast);
-    for (const auto& [reader, input] : readers[out]) {
-      marked->nodes[reader]
-          .attributes[input == 0 ? kSrcLayoutAttribute : kResidualLayoutAttribute] =
+    if (chained) chained_values.push_back({n, std::move(readers[out])});
+  }
+  return chained_values;
+}
+
+}  // namespace
+
+std::optional<Graph> with_channels_last_conv_chains(const Graph& graph) {
+  const std::vector<ChainedValue> chained = channels_last_values(graph);
+  if (chained.empty()) return std::nullopt;
+  Graph marked = graph;
+  for (const ChainedValue& value : chained) {
+    marked.nodes[value.producer].attributes[kDstLayoutAttribute] = std::string(kChannelsLast);
+    for (const auto& [reader, input] : value.readers) {
+      marked.nodes[reader].attributes[input == 0 ? kSrcLayoutAttribute : kResidualLayoutAttribute] =
           std::string(kChannelsLast);
     }
   }
   return marked;
+}
+
+std::vector<ActivationLayout> activation_layouts(const Graph& graph) {
+  std::vector<ActivationLayout> layouts(graph.nodes.size());
+  for (const ChainedValue& value : channels_last_values(graph)) {
+    layouts[value.producer].output_channels_last = true;
+    for (const auto& [reader, input] : value.readers) {
+      if (input == 0) layouts[reader].input_channels_last = true;
+    }
+  }
+  return layouts;
 }
 
 }  // namespace tandem::cpu

@@ -12,6 +12,7 @@
 // well, so that ResNet's stem MaxPool does not end the chain with two reorders.
 #include <optional>
 
+#include "backends/device.h"
 #include "ir/graph.h"
 
 namespace tandem::cpu {
@@ -25,5 +26,9 @@ inline constexpr const char* kChannelsLast = "nhwc";
 // marked channels-last on both sides, or nullopt when there is none. Node order, values and outputs
 // are unchanged.
 std::optional<Graph> with_channels_last_conv_chains(const Graph& graph);
+
+// The same rule, per node of `graph` in order: whether its source and its output are kept
+// channels-last (the planner's cost model asks, through the backend registry).
+std::vector<ActivationLayout> activation_layouts(const Graph& graph);
 
 }  // namespace tandem::cpu

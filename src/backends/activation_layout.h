@@ -1,0 +1,13 @@
+#pragma once
+
+namespace tandem {
+
+// The memory layout of a node's activations as a backend's kernels read and write them, where
+// the backend chooses one (the CPU keeps tensors between convolutions channels-last): the cost
+// of a kernel can depend on it (a reorder in or out). False: the ONNX layout (NCHW).
+struct ActivationLayout {
+  bool input_channels_last = false;
+  bool output_channels_last = false;
+};
+
+}  // namespace tandem
