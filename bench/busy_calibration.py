@@ -13,6 +13,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -69,11 +70,16 @@ def main():
     parser.add_argument("--zoo", required=True)
     parser.add_argument("--quick", action="store_true", help="calibrate --quick (seconds)")
     parser.add_argument("--busy-cores", type=int, default=1)
+    parser.add_argument("--keep", default="", help="copy the two profiles to this folder")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         quiet, quiet_notes = calibrate(args.tandem, os.path.join(folder, "quiet.json"), args.quick, 0)
         busy, busy_notes = calibrate(args.tandem, os.path.join(folder, "busy.json"), args.quick,
                                      args.busy_cores)
+        if args.keep:
+            os.makedirs(args.keep, exist_ok=True)
+            for name in ("quiet.json", "busy.json"):
+                shutil.copy(os.path.join(folder, name), os.path.join(args.keep, name))
         clusters = {"quiet": cluster_file(folder, "quiet", "quiet.json"),
                     "busy": cluster_file(folder, "busy", "busy.json")}
         print(f"machine: {quiet['device_name']}")

@@ -132,8 +132,24 @@ def main():
         plain_device = json.load(f)["device_name"]
     plain_summary = figures_of(plain)
     if not args.history_profile:
-        models = [(os.path.join(args.zoo, entry["path"]), entry) for entry in manifest]
-        calibrate(args.tandem, args.threads, history, models)
+        # One calibration per set of dims (a dim binds every model that has it); their measured
+        # op times merged into one history profile.
+        groups = {}
+        for entry in manifest:
+            key = tuple(sorted(entry["dims"].items()))
+            groups.setdefault(key, []).append((os.path.join(args.zoo, entry["path"]), entry))
+        merged = None
+        for index, models in enumerate(groups.values()):
+            part = history if index == 0 else os.path.join(scratch, f"profile-history-{index}.json")
+            calibrate(args.tandem, args.threads, part, models)
+            with open(part) as f:
+                profile = json.load(f)
+            if merged is None:
+                merged = profile
+            else:
+                merged["op_seconds"].update(profile["op_seconds"])
+        with open(history, "w") as f:
+            json.dump(merged, f)
 
     load_before = os.getloadavg()
     round_medians = {entry["name"]: [] for entry in manifest}

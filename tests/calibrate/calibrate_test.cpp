@@ -70,6 +70,18 @@ TEST(Calibrate, OtherProcessesCpuIsWhatTheMachineUsedBeyondOurs) {
   EXPECT_EQ(others_cores(unknown, after, 0.2), 0.0);
 }
 
+TEST(Calibrate, LongProductsAreTimedInRowBlocksOfUnderAMillisecond) {
+  const double rate = 450e9;
+  const auto flops = [](double m, double n, double k) { return 2 * m * n * k; };
+  // 1024^3 takes 4.8 ms: 8 blocks of 128 rows, 0.6 ms each.
+  EXPECT_EQ(gemm_row_blocks(1024, flops(1024, 1024, 1024), rate), 8);
+  EXPECT_EQ(gemm_row_blocks(768, flops(768, 768, 768), rate), 4);  // 2 ms: blocks of 192 rows
+  EXPECT_EQ(gemm_row_blocks(512, flops(512, 512, 512), rate), 1);  // 0.6 ms
+  // Rows that do not halve, or no rate measured yet: timed whole.
+  EXPECT_EQ(gemm_row_blocks(1, flops(1, 1 << 20, 1 << 20), rate), 1);
+  EXPECT_EQ(gemm_row_blocks(1024, flops(1024, 1024, 1024), 0), 1);
+}
+
 TEST(Calibrate, QuickGivesPlausibleFiguresInSeconds) {
   CalibrationOptions options;
   options.quick = true;
