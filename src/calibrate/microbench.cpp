@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <random>
 
 #include "util/random_tensor.h"
@@ -83,9 +84,12 @@ std::vector<double> OpBench::per_node_seconds(const Repetition& repetition) {
   if (executor_->compiled()) return {};
   const size_t nodes = graph_.nodes.size();
   std::vector<std::vector<double>> samples(nodes);
+  std::map<const Node*, size_t> index;
+  for (size_t n = 0; n < nodes; ++n) index[&graph_.nodes[n]] = n;
   executor_->set_observer([&](const Node& node, std::chrono::nanoseconds elapsed) {
-    samples[static_cast<size_t>(&node - graph_.nodes.data())].push_back(
-        std::chrono::duration<double>(elapsed).count());
+    // Nodes of a subgraph are observed too; only the graph's own are timed here.
+    if (const auto found = index.find(&node); found != index.end())
+      samples[found->second].push_back(std::chrono::duration<double>(elapsed).count());
   });
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
@@ -99,6 +103,10 @@ std::vector<double> OpBench::per_node_seconds(const Repetition& repetition) {
   executor_->set_observer(nullptr);
   std::vector<double> typical_times;
   for (std::vector<double>& node_samples : samples) {
+    if (node_samples.empty()) {
+      typical_times.push_back(0);
+      continue;
+    }
     const double fast = quantile(node_samples, 0.1);
     const double middle = median(node_samples);
     typical_times.push_back(fast > 0 && middle / fast > kContendedSpread ? fast : middle);

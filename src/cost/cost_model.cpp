@@ -316,8 +316,13 @@ double CostModel::run_weight_bytes(const Graph& graph) const {
 ActivationLayout CostModel::activation_layout(const Node& node, const Graph& graph,
                                               int device) const {
   const Backend& backend = backend_of(cluster_.devices[device].backend);
-  const auto n = static_cast<size_t>(&node - graph.nodes.data());
-  if (!backend.activation_layouts || n >= graph.nodes.size()) return {};
+  // Only a node of `graph` has a place in its layouts (std::less orders any two pointers).
+  const std::less<const Node*> before;
+  const Node* first = graph.nodes.data();
+  if (!backend.activation_layouts || graph.nodes.empty() || before(&node, first) ||
+      !before(&node, first + graph.nodes.size()))
+    return {};
+  const auto n = static_cast<size_t>(&node - first);
   const std::lock_guard<std::mutex> lock(cache_mutex_);
   Layouts& cached = layouts_[{&graph, backend.kind}];
   if (cached.values != graph.values.size() || cached.nodes != graph.nodes.size() ||
