@@ -73,15 +73,18 @@ nlohmann::json predict(const Arguments& arguments) {
   for (const Node& node : graph.nodes) {
     const OpTime time = costs.op_time(node, graph, 0);
     total += time.seconds;
-    per_node.push_back({{"node", node.name},
-                        {"op_type", node.op_type},
-                        {"seconds", time.seconds},
-                        {"compute_seconds", time.compute_seconds},
-                        {"memory_seconds", time.memory_seconds},
-                        {"flops", node.cost.flops},
-                        {"bytes", node.cost.bytes},
-                        {"bound", bound_name(time.bound)},
-                        {"source", time.source}});
+    const ActivationLayout layout = costs.activation_layout(node, graph, 0);
+    per_node.push_back(
+        {{"node", node.name},
+         {"layout", depthwise_layout_key(layout.input_channels_last, layout.output_channels_last)},
+         {"op_type", node.op_type},
+         {"seconds", time.seconds},
+         {"compute_seconds", time.compute_seconds},
+         {"memory_seconds", time.memory_seconds},
+         {"flops", node.cost.flops},
+         {"bytes", node.cost.bytes},
+         {"bound", bound_name(time.bound)},
+         {"source", time.source}});
     by_type[node.op_type].seconds += time.seconds;
     ++by_type[node.op_type].count;
     ++by_source[time.source];

@@ -96,6 +96,10 @@ class CostModel {
   double main_memory_bandwidth(int device) const;
   double host_memory_bandwidth(const std::string& host) const;
 
+  // The layout `node`'s kernel reads and writes on `device`, as its backend declares it for
+  // `graph` (cached by graph); the ONNX layout where the backend keeps it.
+  ActivationLayout activation_layout(const Node& node, const Graph& graph, int device) const;
+
   // The first device whose ops cost exactly what this one's do (the same kind, backend, plugin,
   // preset, cores, profile and figures, sources included): op_time on either gives the same.
   // A cluster of 8,192 alike GPUs is costed once per op, not 8,192 times.
@@ -115,9 +119,7 @@ class CostModel {
   };
   // Bytes of the constants a run of `graph` reads (its weights), cached by graph.
   double run_weight_bytes(const Graph& graph) const;
-  // The layout `node`'s kernel reads and writes on `device`, as its backend declares it for
-  // `graph` (cached by graph); the ONNX layout where the backend keeps it.
-  ActivationLayout activation_layout(const Node& node, const Graph& graph, int device) const;
+
   OpTime op_time_in(const Node& node, const Graph& graph, int device, double weight_bytes) const;
 
   void add_device(int device, std::shared_ptr<const CalibrationProfile> profile);
