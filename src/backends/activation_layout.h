@@ -8,6 +8,10 @@ namespace tandem {
 struct ActivationLayout {
   bool input_channels_last = false;
   bool output_channels_last = false;
+  // Whether the kernel converts its input (its output) between the tensor's layout and the one
+  // it computes in: a reorder of the whole activation, around the kernel's own work.
+  bool reorders_input = false;
+  bool reorders_output = false;
 };
 
 }  // namespace tandem

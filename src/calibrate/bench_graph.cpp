@@ -145,6 +145,21 @@ Graph depthwise_in_layout(const DepthwiseShape& shape, bool input_channels_last,
   return graph.finish({x});
 }
 
+Graph pointwise_in_layout(int64_t channels, int64_t side, bool input_channels_last,
+                          bool output_channels_last) {
+  BenchGraph graph;
+  const auto pointwise = [&](int x) {
+    return graph.node("Conv",
+                      {x, graph.random_constant({DType::kFloat32, {channels, channels, 1, 1}})},
+                      {{"kernel_shape", std::vector<int64_t>{1, 1}}});
+  };
+  int x = graph.input({DType::kFloat32, {1, channels, side, side}});
+  if (input_channels_last) x = pointwise(x);
+  x = pointwise(x);
+  if (output_channels_last) x = pointwise(x);
+  return graph.finish({x});
+}
+
 Graph weight_chain(int64_t size, int count) {
   BenchGraph graph;
   int x = graph.input({DType::kFloat32, {2, size}});

@@ -53,6 +53,11 @@ struct DepthwiseShape {
 Graph depthwise_in_layout(const DepthwiseShape& shape, bool input_channels_last,
                           bool output_channels_last);
 
+// A 1x1 Conv of `channels` to `channels` on a square image of `side`, in the layouts as
+// depthwise_in_layout: the measured Conv is node 1 after a Conv, else node 0.
+Graph pointwise_in_layout(int64_t channels, int64_t side, bool input_channels_last,
+                          bool output_channels_last);
+
 // `count` MatMuls in a chain, each of a 2 x `size` tensor by its own `size` x `size` constant
 // weights: work bound by reading the weights.
 Graph weight_chain(int64_t size, int count);

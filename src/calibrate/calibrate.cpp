@@ -139,6 +139,7 @@ class Suite {
     weight_curve();
     conv_weight_curve();
     depthwise_curves();
+    reorder_curves();
     view_overhead();
     subgraph_run_overhead();
     vector_throughput();
@@ -458,6 +459,48 @@ class Suite {
                      median_note());
         }
       }
+    }
+  }
+
+  // A convolution with an NCHW side converts it to and from the layout oneDNN computes in: as
+  // much as the convolution itself for few channels on a large image (16 channels at 160x160:
+  // 1x1 Conv 56 us channels-last both sides, 241 us writing NCHW). Each point: the 1x1 Conv with
+  // that side NCHW less the same with both sides channels-last, by the activation's bytes.
+  void reorder_curves() {
+    if (dynamic_cast<cpu::CpuDevice*>(&device_) == nullptr) return;  // no other kernel reorders
+    const Repetition repetition = options_.quick ? repetition_ : Repetition{7, 500, 0.1};
+    const std::vector<std::pair<int64_t, int64_t>> shapes =
+        options_.quick
+            ? std::vector<std::pair<int64_t, int64_t>>{{16, 32}}
+            : std::vector<std::pair<int64_t, int64_t>>{{32, 16}, {16, 32}, {16, 160}, {24, 80},
+                                                       {40, 40}, {64, 56}, {96, 28},  {256, 14}};
+    for (const auto& [channels, side] : shapes) {
+      const auto conv_seconds = [&](bool in, bool out) {
+        OpBench bench(device_, pointwise_in_layout(channels, side, in, out));
+        return bench.per_node_seconds(repetition).at(in ? 1 : 0);
+      };
+      const double chained = conv_seconds(true, true);
+      const double bytes = 4.0 * static_cast<double>(channels * side * side);
+      const std::string shape = joined({1, channels, side, side});
+      for (const bool input : {true, false}) {
+        const double seconds =
+            (input ? conv_seconds(false, true) : conv_seconds(true, false)) - chained;
+        const std::string name = std::string("conv reorder ") + (input ? "in " : "out ") + shape;
+        const std::string method =
+            "a 1x1 Conv of " + shape + " with its " + (input ? "input" : "output") +
+            " NCHW less the same with both sides channels-last, bytes / time, " + median_note();
+        if (seconds <= 0) {
+          record(name, 0, "B/s", method + " (no slower: left out)");
+          continue;
+        }
+        (input ? profile_.reorder_in_curve : profile_.reorder_out_curve)
+            .push_back({bytes, seconds});
+        record(name, bytes / seconds, "B/s", method);
+      }
+    }
+    for (auto* curve : {&profile_.reorder_in_curve, &profile_.reorder_out_curve}) {
+      std::sort(curve->begin(), curve->end(),
+                [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
     }
   }
 

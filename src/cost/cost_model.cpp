@@ -283,6 +283,8 @@ void CostModel::add_device(int device, std::shared_ptr<const CalibrationProfile>
     model.bandwidth = BandwidthCurve(profile->bandwidth_curve, fixed_cost("Add"));
     // Its times already exclude the dispatches.
     model.weights = BandwidthCurve(profile->weight_curve, 0);
+    model.reorder_in = BandwidthCurve(profile->reorder_in_curve, 0);
+    model.reorder_out = BandwidthCurve(profile->reorder_out_curve, 0);
     for (const auto& [layouts, points] : profile->depthwise_curves) {
       std::vector<WorkCurve::Point> work;
       for (const auto& point : points)
@@ -491,6 +493,26 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
       vector_flops = std::max(0.0, node.cost.flops - gemm->flops());
     }
   }
+  // A convolution's reorders around its kernel: moved before and after it, not overlapped.
+  double reorder_seconds = 0;
+  if (node.op_type == "Conv" && node.domain.empty() &&
+      (model.reorder_in.measured() || model.reorder_out.measured())) {
+    const ActivationLayout layout = activation_layout(node, graph, device);
+    const auto activation_bytes = [&](int value) {
+      const TensorType& type = graph.values[value].type;
+      return is_static(type.shape) ? static_cast<double>(numel(type.shape)) *
+                                         static_cast<double>(dtype_size(type.dtype))
+                                   : 0.0;
+    };
+    if (layout.reorders_input && model.reorder_in.measured()) {
+      const double bytes = activation_bytes(node.inputs[0]);
+      if (bytes > 0) reorder_seconds += bytes / model.reorder_in.rate(bytes);
+    }
+    if (layout.reorders_output && model.reorder_out.measured()) {
+      const double bytes = activation_bytes(node.outputs[0]);
+      if (bytes > 0) reorder_seconds += bytes / model.reorder_out.rate(bytes);
+    }
+  }
   if (precision == Precision::kFp32 && !model.depthwise.empty() && is_depthwise_conv(node, graph)) {
     const ActivationLayout layout = activation_layout(node, graph, device);
     const std::string key =
@@ -551,12 +573,12 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
         node.cost.bytes / figures.memory_bandwidth.value;
     time.weight_seconds = constant_bytes / figures.memory_bandwidth.value;
   }
-  time.overhead_seconds = figures.launch_overhead.value;
+  time.overhead_seconds = figures.launch_overhead.value + reorder_seconds;
   const Figure* overhead_figure = &figures.launch_overhead;
   if (model.profile && node.domain.empty()) {
     const auto kind = model.profile->op_overheads.find(node.op_type);
     if (kind != model.profile->op_overheads.end()) {
-      time.overhead_seconds = kind->second;
+      time.overhead_seconds = kind->second + reorder_seconds;
       overhead_figure = nullptr;
     }
   }

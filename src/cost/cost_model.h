@@ -116,6 +116,8 @@ class CostModel {
     // Depthwise convolutions' kernel times by FLOPs, less a Conv's fixed cost, by the layouts
     // they read and write (depthwise_layout_key).
     std::map<std::string, WorkCurve, std::less<>> depthwise;
+    // A convolution's reorders of an NCHW input in and of its output out, by their bytes.
+    BandwidthCurve reorder_in, reorder_out;
   };
   // Bytes of the constants a run of `graph` reads (its weights), cached by graph.
   double run_weight_bytes(const Graph& graph) const;

@@ -224,7 +224,9 @@ class ProfileReader {
 
     for (const auto& [key, target] : {std::pair{"bandwidth_curve", &profile.bandwidth_curve},
                                       std::pair{"weight_curve", &profile.weight_curve},
-                                      std::pair{"conv_weight_curve", &profile.conv_weight_curve}}) {
+                                      std::pair{"conv_weight_curve", &profile.conv_weight_curve},
+                                      std::pair{"reorder_in_curve", &profile.reorder_in_curve},
+                                      std::pair{"reorder_out_curve", &profile.reorder_out_curve}}) {
       if (!root.contains(key)) continue;
       const json& bandwidth = array_at(root, key, key);
       for (size_t i = 0; i < bandwidth.size(); ++i) {
@@ -428,6 +430,10 @@ void write_profile(const std::string& path, const CalibrationProfile& profile) {
   if (!profile.weight_curve.empty()) root["weight_curve"] = weights;
   if (!profile.conv_weight_curve.empty())
     root["conv_weight_curve"] = points_json(profile.conv_weight_curve);
+  if (!profile.reorder_in_curve.empty())
+    root["reorder_in_curve"] = points_json(profile.reorder_in_curve);
+  if (!profile.reorder_out_curve.empty())
+    root["reorder_out_curve"] = points_json(profile.reorder_out_curve);
   if (profile.view_overhead.known()) root["view_overhead"] = figure_json(profile.view_overhead);
   if (profile.subgraph_run_overhead.known()) {
     root["subgraph_run_overhead"] = figure_json(profile.subgraph_run_overhead);

@@ -48,6 +48,10 @@ struct CalibrationProfile {
     double seconds = 0;
   };
   std::map<std::string, std::vector<WorkPoint>> depthwise_curves;
+  // A convolution's reorder of an NCHW input into the layout its kernel computes in, and of its
+  // output back, by the activation's bytes: 1x1 Convs timed with the side NCHW less the same
+  // with it channels-last. Empty in older profiles and where no kernel reorders.
+  std::vector<BandwidthPoint> reorder_in_curve, reorder_out_curve;
   std::map<std::string, double> op_seconds;  // op_signature -> median seconds per call
   // Executor costs that are not a kernel's (absent in profiles written before they were
   // measured: then a view costs nothing and a subgraph run only its ops):

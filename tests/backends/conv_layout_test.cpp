@@ -96,6 +96,54 @@ TEST(ConvLayout, DeclaredLayoutsAreTheMarkedOnes) {
   EXPECT_LT(outputs, static_cast<int>(layouts.size()));
 }
 
+// x -> 1x1 Conv -> (1x1 Conv when `chain`) -> Relu, `channels` on a 32x32 image.
+Graph pointwise_graph(int64_t channels, bool chain) {
+  Graph graph;
+  graph.opset = 17;
+  int x = graph.add_value("x", {DType::kFloat32, {1, channels, 32, 32}});
+  graph.inputs = {x};
+  const int convs = chain ? 2 : 1;
+  for (int i = 0; i < convs; ++i) {
+    const int w =
+        graph.add_value("w" + std::to_string(i), {DType::kFloat32, {channels, channels, 1, 1}});
+    graph.values[w].constant = Tensor::zeros(DType::kFloat32, {channels, channels, 1, 1});
+    Node conv;
+    conv.name = "conv" + std::to_string(i);
+    conv.op_type = "Conv";
+    conv.inputs = {x, w};
+    conv.outputs = {graph.add_value(conv.name + "_out")};
+    x = conv.outputs[0];
+    graph.nodes.push_back(std::move(conv));
+  }
+  Node relu;
+  relu.name = "relu";
+  relu.op_type = "Relu";
+  relu.inputs = {x};
+  relu.outputs = {graph.add_value("y")};
+  graph.outputs = relu.outputs;
+  graph.nodes.push_back(std::move(relu));
+  infer_graph(graph);
+  return graph;
+}
+
+// A convolution with an NCHW side reorders it into oneDNN's layout, unless both sides are NCHW
+// and the plain GEMM is preferred (64 channels or more on 28x28 or more).
+TEST(ConvLayout, DeclaredReordersAreTheNchwSidesOfBlockedConvolutions) {
+  const std::vector<ActivationLayout> plain = cpu::activation_layouts(pointwise_graph(64, false));
+  EXPECT_FALSE(plain[0].reorders_input);
+  EXPECT_FALSE(plain[0].reorders_output);
+  const std::vector<ActivationLayout> narrow = cpu::activation_layouts(pointwise_graph(16, false));
+  EXPECT_TRUE(narrow[0].reorders_input);
+  EXPECT_TRUE(narrow[0].reorders_output);
+  // In a chain of two: the first reorders its NCHW input only, the second its NCHW output only.
+  const std::vector<ActivationLayout> chain = cpu::activation_layouts(pointwise_graph(64, true));
+  EXPECT_TRUE(chain[0].reorders_input);
+  EXPECT_FALSE(chain[0].reorders_output);
+  EXPECT_FALSE(chain[1].reorders_input);
+  EXPECT_TRUE(chain[1].reorders_output);
+  EXPECT_FALSE(chain[2].reorders_input || chain[2].reorders_output);  // Relu: no kernel layout
+}
+
 // A pooling joins a chain only where oneDNN runs it: not with an Indices output or
 // count_include_pad (the loop handles those, on NCHW).
 TEST(ConvLayout, PoolingsTheLoopRunsStayNchw) {

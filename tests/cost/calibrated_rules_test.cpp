@@ -311,6 +311,31 @@ TEST(CalibratedCost, DepthwiseConvolutionsTakeTheCurveOfTheLayoutsTheirKernelSee
   EXPECT_NEAR(time_of(partial, alone).compute_seconds, flops / 100e9, 1e-15);
 }
 
+TEST(CalibratedCost, AConvolutionPaysTheReordersOfItsNchwSides) {
+  Cluster cluster = profiled_cluster();
+  cluster.devices[kCpu].backend = BackendKind::kCpu;
+  CalibrationProfile profile = cache_profile();
+  profile.op_overheads = {{"Conv", 2e-6}};
+  profile.reorder_in_curve = {{1 << 20, (1 << 20) / 20e9}};
+  profile.reorder_out_curve = {{1 << 20, (1 << 20) / 10e9}};
+  const CostModel model(cluster, {{kCpu, profile}});
+  // 1x1 Convs of 32 channels on 64x64 (512 KiB activations) in a chain of two: the first
+  // reorders its NCHW input in, the second its NCHW output out.
+  GraphBuilder builder;
+  int x = builder.input("x", DType::kFloat32, {1, 32, 64, 64});
+  for (const char* name : {"w0", "w1"})
+    x = builder.node("Conv", {x, builder.constant(name, DType::kFloat32, {32, 32, 1, 1})});
+  const Graph chain = builder.infer({x});
+  const double bytes = 4.0 * 32 * 64 * 64;
+  EXPECT_NEAR(model.op_time(chain.nodes[0], chain, kCpu).overhead_seconds, 2e-6 + bytes / 20e9,
+              1e-15);
+  EXPECT_NEAR(model.op_time(chain.nodes[1], chain, kCpu).overhead_seconds, 2e-6 + bytes / 10e9,
+              1e-15);
+  // A depthwise convolution's curves include its reorders: nothing added.
+  const Graph alone = depthwise(false);
+  EXPECT_EQ(time_of(model, alone).overhead_seconds, 2e-6);
+}
+
 TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   CalibrationProfile profile;
   profile.device_name = "cpu: test";
@@ -321,6 +346,8 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   profile.vector_op_rates = {{"Tanh", 2e9}};
   profile.op_overheads = {{"Conv", 3e-6}, {"Relu", 0.2e-6}};
   profile.depthwise_curves = {{"nhwc-nchw", {{1e5, 2e-6}, {1e7, 90e-6}}}};
+  profile.reorder_in_curve = {{1 << 18, 1e-5}};
+  profile.reorder_out_curve = {{1 << 18, 2e-5}, {1 << 20, 5e-5}};
   const std::string path = ::testing::TempDir() + "/costfix_profile.json";
   write_profile(path, profile);
   const CalibrationProfile read = read_profile(path);
@@ -335,6 +362,10 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   ASSERT_EQ(read.depthwise_curves.at("nhwc-nchw").size(), 2u);
   EXPECT_EQ(read.depthwise_curves.at("nhwc-nchw")[1].flops, 1e7);
   EXPECT_EQ(read.depthwise_curves.at("nhwc-nchw")[1].seconds, 90e-6);
+  ASSERT_EQ(read.reorder_in_curve.size(), 1u);
+  EXPECT_EQ(read.reorder_in_curve[0].seconds, 1e-5);
+  ASSERT_EQ(read.reorder_out_curve.size(), 2u);
+  EXPECT_EQ(read.reorder_out_curve[1].bytes, 1 << 20);
   // A profile written before these fields existed has none of them.
   CalibrationProfile older;
   older.device_name = "cpu: old";
@@ -346,6 +377,7 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   EXPECT_TRUE(old.vector_op_rates.empty());
   EXPECT_TRUE(old.op_overheads.empty());
   EXPECT_TRUE(old.depthwise_curves.empty());
+  EXPECT_TRUE(old.reorder_in_curve.empty());
   std::remove(path.c_str());
 }
 

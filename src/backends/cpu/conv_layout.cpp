@@ -100,6 +100,22 @@ std::vector<ActivationLayout> activation_layouts(const Graph& graph) {
       if (input == 0) layouts[reader].input_channels_last = true;
     }
   }
+  // A (not depthwise) convolution computes in oneDNN's layout: an NCHW side is reordered, unless
+  // both are NCHW and the plain GEMM is preferred (linalg_conv.cpp decides the same way).
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const Node& node = graph.nodes[n];
+    if (!channels_last_conv(graph, node)) continue;
+    const Shape& x = graph.values[node.inputs[0]].type.shape;
+    const Shape& w = graph.values[node.inputs[1]].type.shape;
+    const Shape& y = graph.values[node.outputs[0]].type.shape;
+    const int64_t group = node.attr_int("group", 1);
+    if (group > 1 && w[1] == 1) continue;  // depthwise: its own kernels, priced by their layouts
+    ActivationLayout& layout = layouts[n];
+    const bool plain = !layout.input_channels_last && !layout.output_channels_last &&
+                       y.size() == 4 && prefer_plain_layout(x[1], group, w[2] * w[3], y[2] * y[3]);
+    layout.reorders_input = !layout.input_channels_last && !plain;
+    layout.reorders_output = !layout.output_channels_last && !plain;
+  }
   return layouts;
 }
 

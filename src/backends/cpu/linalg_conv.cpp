@@ -15,17 +15,6 @@ namespace {
 
 using dnnl::memory;
 
-// Whether a convolution between NCHW tensors runs faster on plain NCHW than with the reorders to
-// and from oneDNN's blocked layout. Measured with oneDNN 2.6 on 2 threads, N=2 (AVX-512 and AVX2
-// code paths): blocked wins by 1.3-4x for spatial kernels (3x3 at 16->32 and 64->64 channels) and
-// by 4-10x for depthwise; for 1x1 kernels the blocked kernel is faster but the two reorders cost as
-// much, and plain (a GEMM) wins once channels and the image are large (64->64 at 32x32:
-// 132 us plain, 155 us blocked; 256->64 at 56x56: 1030 vs 1350 us).
-bool prefer_plain_layout(int64_t in_channels, int64_t group, int64_t kernel_taps,
-                         int64_t output_pixels) {
-  return group == 1 && kernel_taps == 1 && in_channels >= 64 && output_pixels >= 28 * 28;
-}
-
 int64_t product(const memory::dims& dims, size_t first) {
   int64_t p = 1;
   for (size_t i = first; i < dims.size(); ++i) p *= dims[i];
