@@ -8,6 +8,7 @@
 #include "runtime/executor.h"
 #include "runtime/plan_executor.h"
 #include "util/cpu_affinity.h"
+#include "util/statistics.h"
 
 namespace tandem::calibrate {
 namespace {
@@ -78,10 +79,17 @@ RuntimeCosts measure_runtime_costs(int threads, const Repetition& repetition,
     own_cores.assign(cores.begin(), cores.begin() + std::max(threads, 1));
   cpu::CpuDevice calibrated("cpu", own_cores);
   GraphExecutor alone(chain, calibrated);
-  const double alone_seconds = seconds_of(repetition, [&] { alone.run(input); });
   const auto on_first = [](int) { return 0; };
   PlanExecutor whole(chain, chain_plan(kRunChain, on_first, true), {&calibrated});
-  const double whole_seconds = seconds_of(repetition, [&] { whole.run(input); });
+  // A difference of two run times: taken three times, each pair measured back to back, and
+  // the median kept, so that one side slowed by another process does not make the figure
+  // (it came out 0, and once a 4 ms stall, from single pairs on this VM).
+  std::vector<double> differences;
+  for (int pair = 0; pair < 3; ++pair) {
+    const double alone_seconds = seconds_of(repetition, [&] { alone.run(input); });
+    const double whole_seconds = seconds_of(repetition, [&] { whole.run(input); });
+    differences.push_back(whole_seconds - alone_seconds);
+  }
 
   // Two devices of one core each, as a cluster file's `cores: 1` makes them (on one core
   // both share it).
@@ -98,13 +106,13 @@ RuntimeCosts measure_runtime_costs(int threads, const Repetition& repetition,
   const double alternating_seconds = seconds_of(repetition, [&] { alternating.run(tiny_input); });
 
   RuntimeCosts costs;
-  costs.run_overhead = std::max(0.0, whole_seconds - alone_seconds);
-  costs.run_method = "a chain of " + std::to_string(kRunChain) + " Relu on " +
-                     std::to_string(kRunElements) +
-                     " floats as one segment of a plan on a CPU device of " +
-                     (own_cores.empty() ? std::string("every core, unpinned")
-                                        : std::to_string(own_cores.size()) + " pinned core(s)") +
-                     ", run time less the same chain run alone, " + note;
+  costs.run_overhead = std::max(0.0, median(differences));
+  costs.run_method =
+      "a chain of " + std::to_string(kRunChain) + " Relu on " + std::to_string(kRunElements) +
+      " floats as one segment of a plan on a CPU device of " +
+      (own_cores.empty() ? std::string("every core, unpinned")
+                         : std::to_string(own_cores.size()) + " pinned core(s)") +
+      ", run time less the same chain run alone, the median of 3 such pairs, " + note;
   costs.handoff_latency =
       std::max(0.0, (alternating_seconds - same_seconds) / (kHandoffChain - 1) / 2);
   costs.handoff_method =
