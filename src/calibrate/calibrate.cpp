@@ -447,6 +447,7 @@ class Suite {
           OpBench bench(device_, depthwise_in_layout(shape, in, out));
           const size_t node = in ? 1 : 0;
           const double seconds = bench.per_node_seconds(repetition).at(node);
+          if (seconds <= 0) continue;  // not observed: no point (a profile's times are positive)
           const double flops = bench.graph().nodes[node].cost.flops;
           const std::string key = depthwise_layout_key(in, out);
           profile_.depthwise_curves[key].push_back({flops, seconds});

@@ -274,7 +274,7 @@ void CostModel::add_device(int device, std::shared_ptr<const CalibrationProfile>
         overlay(link.latency, profile->figures.handoff_latency, model.profile_file);
     }
     // The curves' points are kernel times of Adds and MatMuls: each less that kind's fixed cost,
-    // which op_overhead adds back.
+    // which the op's overhead adds back.
     const auto fixed_cost = [&](const char* op_type) {
       const auto found = profile->op_overheads.find(op_type);
       return found != profile->op_overheads.end() ? found->second
