@@ -124,8 +124,8 @@ Graph tiny_layer_mix(int repeats) {
   return graph.finish({x});
 }
 
-Graph depthwise_in_layout(const DepthwiseShape& shape, bool input_channels_last,
-                          bool output_channels_last) {
+Graph conv_in_layout(const ConvLayerShape& shape, bool depthwise, bool input_channels_last,
+                     bool output_channels_last) {
   const int64_t c = shape.channels, pad = shape.kernel / 2;
   BenchGraph graph;
   const auto pointwise = [&](int x) {
@@ -134,28 +134,15 @@ Graph depthwise_in_layout(const DepthwiseShape& shape, bool input_channels_last,
   };
   int x = graph.input({DType::kFloat32, {shape.batch, c, shape.height, shape.width}});
   if (input_channels_last) x = pointwise(x);
-  x = graph.node("Conv",
-                 {x, graph.random_constant({DType::kFloat32, {c, 1, shape.kernel, shape.kernel}}),
-                  graph.random_constant({DType::kFloat32, {c}})},
-                 {{"kernel_shape", std::vector<int64_t>{shape.kernel, shape.kernel}},
-                  {"strides", std::vector<int64_t>{shape.stride, shape.stride}},
-                  {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
-                  {"group", c}});
-  if (output_channels_last) x = pointwise(x);
-  return graph.finish({x});
-}
-
-Graph pointwise_in_layout(int64_t channels, int64_t side, bool input_channels_last,
-                          bool output_channels_last) {
-  BenchGraph graph;
-  const auto pointwise = [&](int x) {
-    return graph.node("Conv",
-                      {x, graph.random_constant({DType::kFloat32, {channels, channels, 1, 1}})},
-                      {{"kernel_shape", std::vector<int64_t>{1, 1}}});
-  };
-  int x = graph.input({DType::kFloat32, {1, channels, side, side}});
-  if (input_channels_last) x = pointwise(x);
-  x = pointwise(x);
+  x = graph.node(
+      "Conv",
+      {x,
+       graph.random_constant({DType::kFloat32, {c, depthwise ? 1 : c, shape.kernel, shape.kernel}}),
+       graph.random_constant({DType::kFloat32, {c}})},
+      {{"kernel_shape", std::vector<int64_t>{shape.kernel, shape.kernel}},
+       {"strides", std::vector<int64_t>{shape.stride, shape.stride}},
+       {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
+       {"group", depthwise ? c : int64_t{1}}});
   if (output_channels_last) x = pointwise(x);
   return graph.finish({x});
 }

@@ -44,19 +44,16 @@ Graph tiny_op_mix(int repeats);
 // when their work is negligible.
 Graph tiny_layer_mix(int repeats);
 
-// A depthwise 3x3 or 5x5 convolution (pads keep the image at stride 1) in the layout the CPU
-// gives it among its neighbours: its input channels-last when a 1x1 Conv makes it, its output
-// when a 1x1 Conv reads it. The depthwise node is node 1 after a Conv, else node 0.
-struct DepthwiseShape {
+// One convolution of `shape` with bias, depthwise (one channel per group) or a 1x1 one
+// (`shape.kernel` 1) of channels to channels, in the layout the CPU gives it among its
+// neighbours: its input channels-last when a 1x1 Conv makes it, its output when a 1x1 Conv
+// reads it (pads keep the image at stride 1). The measured Conv is node 1 after a Conv, else
+// node 0.
+struct ConvLayerShape {
   int64_t batch, channels, height, width, kernel, stride;
 };
-Graph depthwise_in_layout(const DepthwiseShape& shape, bool input_channels_last,
-                          bool output_channels_last);
-
-// A 1x1 Conv of `channels` to `channels` on a square image of `side`, in the layouts as
-// depthwise_in_layout: the measured Conv is node 1 after a Conv, else node 0.
-Graph pointwise_in_layout(int64_t channels, int64_t side, bool input_channels_last,
-                          bool output_channels_last);
+Graph conv_in_layout(const ConvLayerShape& shape, bool depthwise, bool input_channels_last,
+                     bool output_channels_last);
 
 // `count` MatMuls in a chain, each of a 2 x `size` tensor by its own `size` x `size` constant
 // weights: work bound by reading the weights.

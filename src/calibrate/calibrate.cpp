@@ -67,7 +67,7 @@ std::vector<ConvShape> conv_shapes(bool quick) {
 
 // Depthwise convolutions as MobileNets and SSDLite have them, from a late 4x4 layer to a first
 // 112x112 one, 3x3 and 5x5, stride 1 and 2.
-std::vector<DepthwiseShape> depthwise_shapes(bool quick) {
+std::vector<ConvLayerShape> depthwise_shapes(bool quick) {
   if (quick) return {{2, 32, 16, 16, 3, 1}, {1, 64, 56, 56, 3, 1}};
   return {{1, 128, 4, 4, 3, 1},  {2, 32, 16, 16, 3, 1},  {1, 16, 112, 112, 3, 2},
           {1, 88, 28, 28, 3, 1}, {1, 576, 7, 7, 5, 1},   {1, 240, 14, 14, 5, 1},
@@ -118,7 +118,8 @@ class Suite {
       : device_(device),
         options_(options),
         profile_(profile),
-        repetition_(repetition_for(options)) {}
+        repetition_(repetition_for(options)),
+        chooses_layouts_(dynamic_cast<cpu::CpuDevice*>(&device) != nullptr) {}
 
   void run() {
     if (device_.compiled()) {
@@ -438,13 +439,12 @@ class Suite {
   void depthwise_curves() {
     // Each takes microseconds: a tenth of a second of runs is thousands of samples.
     const Repetition repetition = options_.quick ? repetition_ : Repetition{7, 500, 0.1};
-    const bool chains = dynamic_cast<cpu::CpuDevice*>(&device_) != nullptr;
     const std::vector<bool> layouts =
-        chains ? std::vector<bool>{false, true} : std::vector<bool>{false};
-    for (const DepthwiseShape& shape : depthwise_shapes(options_.quick)) {
+        chooses_layouts_ ? std::vector<bool>{false, true} : std::vector<bool>{false};
+    for (const ConvLayerShape& shape : depthwise_shapes(options_.quick)) {
       for (bool in : layouts) {
         for (bool out : layouts) {
-          OpBench bench(device_, depthwise_in_layout(shape, in, out));
+          OpBench bench(device_, conv_in_layout(shape, true, in, out));
           const size_t node = in ? 1 : 0;
           const double seconds = bench.per_node_seconds(repetition).at(node);
           if (seconds <= 0) continue;  // not observed: no point (a profile's times are positive)
@@ -468,7 +468,7 @@ class Suite {
   // 1x1 Conv 56 us channels-last both sides, 241 us writing NCHW). Each point: the 1x1 Conv with
   // that side NCHW less the same with both sides channels-last, by the activation's bytes.
   void reorder_curves() {
-    if (dynamic_cast<cpu::CpuDevice*>(&device_) == nullptr) return;  // no other kernel reorders
+    if (!chooses_layouts_) return;  // no other kernel reorders
     const Repetition repetition = options_.quick ? repetition_ : Repetition{7, 500, 0.1};
     const std::vector<std::pair<int64_t, int64_t>> shapes =
         options_.quick
@@ -477,7 +477,7 @@ class Suite {
                                                        {40, 40}, {64, 56}, {96, 28},  {256, 14}};
     for (const auto& [channels, side] : shapes) {
       const auto conv_seconds = [&](bool in, bool out) {
-        OpBench bench(device_, pointwise_in_layout(channels, side, in, out));
+        OpBench bench(device_, conv_in_layout({1, channels, side, side, 1, 1}, false, in, out));
         return bench.per_node_seconds(repetition).at(in ? 1 : 0);
       };
       const double chained = conv_seconds(true, true);
@@ -540,6 +540,9 @@ class Suite {
   const CalibrationOptions& options_;
   CalibrationProfile& profile_;
   const Repetition repetition_;
+  // Whether the device's kernels keep activations in layouts of their own (the CPU's
+  // channels-last chains, conv_layout.h); other backends keep the ONNX layout.
+  const bool chooses_layouts_;
   double program_extra_ = 0;  // compiled devices: a program's fixed cost beyond one op's
 };
 

@@ -493,28 +493,28 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
       vector_flops = std::max(0.0, node.cost.flops - gemm->flops());
     }
   }
-  // A convolution's reorders around its kernel: moved before and after it, not overlapped.
-  double reorder_seconds = 0;
-  if (node.op_type == "Conv" && node.domain.empty() &&
-      (model.reorder_in.measured() || model.reorder_out.measured())) {
-    const ActivationLayout layout = activation_layout(node, graph, device);
-    const auto activation_bytes = [&](int value) {
-      const TensorType& type = graph.values[value].type;
-      return is_static(type.shape) ? static_cast<double>(numel(type.shape)) *
-                                         static_cast<double>(dtype_size(type.dtype))
-                                   : 0.0;
-    };
-    if (layout.reorders_input && model.reorder_in.measured()) {
-      const double bytes = activation_bytes(node.inputs[0]);
-      if (bytes > 0) reorder_seconds += bytes / model.reorder_in.rate(bytes);
-    }
-    if (layout.reorders_output && model.reorder_out.measured()) {
-      const double bytes = activation_bytes(node.outputs[0]);
-      if (bytes > 0) reorder_seconds += bytes / model.reorder_out.rate(bytes);
-    }
-  }
+  // The layouts a convolution's kernel reads and writes, asked once: its depthwise curve and
+  // its reorders depend on them.
+  const bool layout_priced =
+      node.op_type == "Conv" && node.domain.empty() &&
+      (!model.depthwise.empty() || model.reorder_in.measured() || model.reorder_out.measured());
+  const ActivationLayout layout =
+      layout_priced ? activation_layout(node, graph, device) : ActivationLayout{};
+  // A reorder of a whole activation around the kernel: before or after it, not overlapped.
+  const auto reorder_seconds_of = [&](bool reorders, int value, const BandwidthCurve& curve) {
+    if (!reorders || !curve.measured() || value < 0) return 0.0;
+    const TensorType& type = graph.values[value].type;
+    if (!is_static(type.shape)) return 0.0;
+    const double bytes =
+        static_cast<double>(numel(type.shape)) * static_cast<double>(dtype_size(type.dtype));
+    return bytes > 0 ? bytes / curve.rate(bytes) : 0.0;
+  };
+  const double reorder_seconds =
+      layout_priced
+          ? reorder_seconds_of(layout.reorders_input, node.inputs[0], model.reorder_in) +
+                reorder_seconds_of(layout.reorders_output, node.outputs[0], model.reorder_out)
+          : 0.0;
   if (precision == Precision::kFp32 && !model.depthwise.empty() && is_depthwise_conv(node, graph)) {
-    const ActivationLayout layout = activation_layout(node, graph, device);
     const std::string key =
         depthwise_layout_key(layout.input_channels_last, layout.output_channels_last);
     if (const auto curve = model.depthwise.find(key);
