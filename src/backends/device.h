@@ -113,6 +113,11 @@ class Device {
   virtual void bind_copy_thread() const { bind_current_thread(); }
   // Called in a thread that hands this device's work to its workers and waits for them.
   virtual void release_waiting_thread() const {}
+  // How many of the host's cores this device's work keeps busy while it runs: a CPU device's
+  // own; one for a device that computes elsewhere (its worker waits on it awake, as CUDA's
+  // synchronize does). The runtime's waiting thread sleeps rather than watch awake where the
+  // devices leave it no core.
+  virtual int busy_host_cores() const { return 1; }
   // Compiled devices turn a whole graph into one program (throwing InputError naming a node
   // they cannot take); eager devices return null and their graphs run node by node.
   virtual std::unique_ptr<GraphProgram> compile_graph(const Graph& /*graph*/) { return nullptr; }

@@ -80,13 +80,16 @@ RuntimeCosts measure_runtime_costs(int threads, const Repetition& repetition,
   cpu::CpuDevice calibrated("cpu", own_cores);
   GraphExecutor alone(chain, calibrated);
   const auto on_first = [](int) { return 0; };
-  PlanExecutor whole(chain, chain_plan(kRunChain, on_first, true), {&calibrated});
+  const Plan one_segment = chain_plan(kRunChain, on_first, true);
   // A difference of two run times: taken three times, each pair measured back to back, and
-  // the median kept, so that one side slowed by another process does not make the figure
-  // (it came out 0, and once a 4 ms stall, from single pairs on this VM).
+  // the median kept, so that one side slowed by another process does not make the figure.
+  // The plan's executor lives for one pair only: its worker's OpenMP team, spinning after a
+  // run, would slow the next chain run alone (and the plan's run frees this thread's team, which
+  // the chain alone would start anew); so measured, single pairs gave 0 one time in three.
   std::vector<double> differences;
   for (int pair = 0; pair < 3; ++pair) {
     const double alone_seconds = seconds_of(repetition, [&] { alone.run(input); });
+    PlanExecutor whole(chain, one_segment, {&calibrated});
     const double whole_seconds = seconds_of(repetition, [&] { whole.run(input); });
     differences.push_back(whole_seconds - alone_seconds);
   }

@@ -71,6 +71,10 @@ void CpuDevice::bind_copy_thread() const {
 
 void CpuDevice::release_waiting_thread() const { release_idle_threads(); }
 
+int CpuDevice::busy_host_cores() const {
+  return static_cast<int>(cores_.empty() ? affinity_cores().size() : cores_.size());
+}
+
 void set_cpu_threads(int threads) {
   if (threads > 0) omp_set_num_threads(threads);
 }

@@ -26,6 +26,8 @@ class CpuDevice final : public Device {
   void bind_copy_thread() const override;
   // Frees the waiting thread's idle OpenMP pool (release_idle_threads).
   void release_waiting_thread() const override;
+  // Its cores; every core this process may run on where it is not pinned.
+  int busy_host_cores() const override;
   std::unique_ptr<Kernel> compile(const KernelSpec& spec) override;
   // Keeps chains of convolutions channels-last (conv_layout.h).
   std::optional<Graph> specialise(const Graph& graph) const override;

@@ -11,6 +11,7 @@
 
 #include "backends/pjrt/lower.h"
 #include "ir/error.h"
+#include "util/cpu_affinity.h"
 
 namespace tandem::pjrt {
 namespace {
@@ -130,6 +131,11 @@ std::shared_ptr<PjrtSession> PjrtSession::open(const std::string& path) {
 PjrtDevice::PjrtDevice(std::string name, std::shared_ptr<PjrtSession> session, size_t device)
     : name_(std::move(name)), session_(std::move(session)), device_(device) {
   session_->client.addressable_device(device_);  // InputError when there is no such device
+}
+
+int PjrtDevice::busy_host_cores() const {
+  if (session_->client.platform_name() != "cpu") return 1;
+  return static_cast<int>(affinity_cores().size());
 }
 
 std::unique_ptr<GraphProgram> PjrtDevice::compile_graph(const Graph& graph) {

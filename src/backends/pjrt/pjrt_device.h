@@ -67,6 +67,8 @@ class PjrtDevice : public Device {
   std::unique_ptr<Kernel> compile(const KernelSpec& spec) override;
   std::unique_ptr<GraphProgram> compile_graph(const Graph& graph) override;
   bool compiled() const override { return true; }
+  // XLA's CPU client computes on a pool of every core; other plugins on their devices.
+  int busy_host_cores() const override;
   const MemorySpace* memory() const override { return &memory_; }
   // PJRT buffers are made by programs and copies: there is no uninitialised one to write into.
   Tensor allocate(DType dtype, Shape shape) override;
