@@ -315,6 +315,47 @@ double CostModel::run_weight_bytes(const Graph& graph) const {
   return cached.bytes;
 }
 
+double CostModel::bytes_inside_loops(const Node& node, const Graph& graph) const {
+  // Only a node of `graph` has a place in its loops (std::less orders any two pointers).
+  const std::less<const Node*> before;
+  const Node* first = graph.nodes.data();
+  if (graph.nodes.empty() || before(&node, first) || !before(&node, first + graph.nodes.size()))
+    return 0;
+  const std::lock_guard<std::mutex> lock(cache_mutex_);
+  LoopBytes& cached = loop_bytes_[&graph];
+  if (cached.values != graph.values.size() || cached.nodes != graph.nodes.size() ||
+      cached.by_node.size() != graph.nodes.size()) {
+    cached = {graph.values.size(), graph.nodes.size(), std::vector<double>(graph.nodes.size(), 0)};
+    const auto elementwise = [](const Node& op) {
+      const OpSchema* schema =
+          op.domain.empty() ? OpRegistry::instance().find(op.op_type) : nullptr;
+      return schema && schema->elementwise;
+    };
+    std::vector<int> producer(graph.values.size(), -1), readers(graph.values.size(), 0);
+    std::vector<int> only_reader(graph.values.size(), -1);
+    for (size_t n = 0; n < graph.nodes.size(); ++n) {
+      for (int out : graph.nodes[n].outputs)
+        if (out >= 0) producer[out] = static_cast<int>(n);
+      for (int in : graph.values_read(graph.nodes[n])) {
+        ++readers[in];
+        only_reader[in] = static_cast<int>(n);
+      }
+    }
+    for (int out : graph.outputs) readers[out] += 1;  // the caller reads it from memory
+    for (size_t v = 0; v < graph.values.size(); ++v) {
+      const int from = producer[v], to = only_reader[v];
+      if (from < 0 || to < 0 || readers[v] != 1 || !elementwise(graph.nodes[from]) ||
+          !elementwise(graph.nodes[to]) || !is_static(graph.values[v].type.shape))
+        continue;
+      const double bytes = static_cast<double>(numel(graph.values[v].type.shape)) *
+                           static_cast<double>(dtype_size(graph.values[v].type.dtype));
+      cached.by_node[from] += bytes;  // not written
+      cached.by_node[to] += bytes;    // not read back
+    }
+  }
+  return cached.by_node[static_cast<size_t>(&node - first)];
+}
+
 ActivationLayout CostModel::activation_layout(const Node& node, const Graph& graph,
                                               int device) const {
   const Backend& backend = backend_of(cluster_.devices[device].backend);
@@ -541,12 +582,17 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
       constant_bytes += static_cast<double>(graph.values[in].constant.nbytes());
   }
   constant_bytes = std::min(constant_bytes, node.cost.bytes);
+  // A device that runs programs (a step overhead: XLA through PJRT) fuses a chain of
+  // elementwise ops into one loop: the values between them never reach memory.
+  double bytes = node.cost.bytes;
+  if (figures.step_overhead.known())
+    bytes -= std::min(bytes_inside_loops(node, graph), bytes - constant_bytes);
   if (model.bandwidth.measured()) {
     // Weights are read once per run: they move at the rate of reading all of a run's weights
     // (the cache they all fit in, or main memory). Other bytes (activations, written just
     // before) are the op's working set: they move at the rate of the cache they fit in.
     const double streamed = model.weights.measured() ? constant_bytes : 0;
-    const double other_bytes = node.cost.bytes - streamed;
+    const double other_bytes = bytes - streamed;
     // Of each part, main memory serves the share its rate is of the curve's rate (the whole
     // part past the caches, little of it in L1).
     const auto add = [&](double bytes, const BandwidthCurve& curve, double size) {
@@ -563,14 +609,13 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
                                 std::max(weight_bytes, constant_bytes));
     }
     if (other_bytes > 0) {
-      const double seconds = add(other_bytes, model.bandwidth, node.cost.bytes);
+      const double seconds = add(other_bytes, model.bandwidth, bytes);
       if (streamed == 0) time.weight_seconds = seconds * constant_bytes / other_bytes;
     }
     memory_source = "calibration " + model.profile_file;
   } else if (figures.memory_bandwidth.known()) {
     // A figure without a curve is main memory's.
-    time.memory_seconds = time.main_memory_seconds =
-        node.cost.bytes / figures.memory_bandwidth.value;
+    time.memory_seconds = time.main_memory_seconds = bytes / figures.memory_bandwidth.value;
     time.weight_seconds = constant_bytes / figures.memory_bandwidth.value;
   }
   time.overhead_seconds = figures.launch_overhead.value + reorder_seconds;

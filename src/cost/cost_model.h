@@ -121,6 +121,10 @@ class CostModel {
   };
   // Bytes of the constants a run of `graph` reads (its weights), cached by graph.
   double run_weight_bytes(const Graph& graph) const;
+  // Bytes of `node`'s inputs and output that a compiled program keeps inside one loop (values
+  // between two elementwise ops, read by nothing else), cached by graph; 0 for a node not of
+  // `graph`.
+  double bytes_inside_loops(const Node& node, const Graph& graph) const;
 
   OpTime op_time_in(const Node& node, const Graph& graph, int device, double weight_bytes) const;
 
@@ -151,9 +155,14 @@ class CostModel {
     size_t values = 0, nodes = 0;  // as WeightBytes
     std::vector<ActivationLayout> by_node;
   };
-  mutable std::mutex cache_mutex_;  // guards the two caches below
+  struct LoopBytes {
+    size_t values = 0, nodes = 0;  // as WeightBytes
+    std::vector<double> by_node;
+  };
+  mutable std::mutex cache_mutex_;  // guards the caches below
   mutable std::map<const Graph*, WeightBytes> weight_bytes_;
   mutable std::map<std::pair<const Graph*, BackendKind>, Layouts> layouts_;
+  mutable std::map<const Graph*, LoopBytes> loop_bytes_;
 };
 
 }  // namespace tandem

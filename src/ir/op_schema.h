@@ -70,6 +70,9 @@ struct OpSchema {
   bool data_dependent_shape = false;
   // Made only by Tandem's own rewrites (ir/fuse.h), never read from a model file.
   bool internal = false;
+  // Each output element from the input elements at its (broadcast) index: a compiler runs a
+  // chain of such ops as one loop (the cost model prices compiled devices so).
+  bool elementwise = false;
 };
 
 // The registry of op schemas, keyed by op type. Families register in ops/*.cpp.

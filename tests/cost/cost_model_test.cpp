@@ -183,6 +183,37 @@ TEST(CostModel, LargeElementwiseOpIsMemoryBound) {
   EXPECT_EQ(time.source, "test figure");  // explicit figures name their own source
 }
 
+// A device that runs programs (it has a step overhead, as PJRT's do) runs a chain of
+// elementwise ops as one loop: only the chain's ends move through memory. A value another op
+// also reads is written, and a device without a step overhead moves every value.
+TEST(CostModel, CompiledDevicesMoveOnlyTheEndsOfElementwiseChains) {
+  constexpr int64_t kElements = 1 << 24;
+  constexpr double kBytes = 4.0 * kElements;
+  GraphBuilder builder;
+  const int a = builder.input("a", DType::kFloat32, {kElements});
+  const int relu = builder.node("Relu", {a});
+  const int neg = builder.node("Neg", {relu});
+  const int sum = builder.node("Add", {neg, a});
+  const int tanh = builder.node("Tanh", {sum});
+  const Graph graph = builder.infer({tanh, builder.node("Sqrt", {sum})});
+  Cluster cluster = compute_cluster();
+  const CostModel eager(cluster);
+  cluster.devices[kV5e].figures.step_overhead = testing::figure(40e-6);
+  const CostModel compiled(cluster);
+  const double bandwidth = cluster.devices[kV5e].figures.memory_bandwidth.value;
+  const auto memory_bytes = [&](const CostModel& model, size_t node) {
+    return model.op_time(graph.nodes.at(node), graph, kV5e).memory_seconds * bandwidth;
+  };
+  // Relu reads a; Neg nothing; Add reads a and writes its sum, which two ops read.
+  EXPECT_NEAR(memory_bytes(compiled, 0), kBytes, 1);
+  EXPECT_NEAR(memory_bytes(compiled, 1), 0, 1);
+  EXPECT_NEAR(memory_bytes(compiled, 2), 2 * kBytes, 1);
+  EXPECT_NEAR(memory_bytes(compiled, 3), 2 * kBytes, 1);  // the graph's outputs are written
+  EXPECT_NEAR(memory_bytes(eager, 0), 2 * kBytes, 1);
+  EXPECT_NEAR(memory_bytes(eager, 1), 2 * kBytes, 1);
+  EXPECT_NEAR(memory_bytes(eager, 2), 3 * kBytes, 1);
+}
+
 TEST(CostModel, ViewsCostNothing) {
   GraphBuilder builder;
   const int x = builder.input("x", DType::kFloat32, {64, 64});

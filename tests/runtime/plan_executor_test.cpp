@@ -99,41 +99,46 @@ TEST(PlanExecutor, PipelineStagesOverlap) {
   cpu::CpuDevice reference_device("reference");
   const std::vector<Tensor> expected = GraphExecutor(model.graph, reference_device).run(inputs);
   PlanExecutor executor(model.graph, *plan, split.pointers(), model.split, split.options());
-  tandem::testing::expect_same_outputs(executor.run(inputs), expected);
-  const Timeline& timeline = executor.timeline();
+  // Wall-clock overlap depends on what else the machine runs (another test may hold a core
+  // for a whole run), so the test asks for some in one of a few runs, and checks the schedule
+  // itself: stage 1 starts micro-batch k+1 before stage 2 finishes k.
   double overlap = 0;
-  for (const TimelineSpan& a : timeline.spans) {
-    for (const TimelineSpan& b : timeline.spans) {
-      if (a.category != "compute" || b.category != "compute" || a.track >= b.track) continue;
-      overlap += std::max(0.0, std::min(a.start_seconds + a.duration_seconds,
-                                        b.start_seconds + b.duration_seconds) -
-                                   std::max(a.start_seconds, b.start_seconds));
-    }
-  }
-  // Wall-clock overlap depends on what else the machine runs, so the test asks for some, and
-  // checks the schedule itself: stage 1 starts micro-batch k+1 before stage 2 finishes k.
-  EXPECT_GT(overlap, 0) << "compute on the two devices never overlaps";
-  // The first stage is the device that computes first.
-  int first_stage_track = -1;
-  double earliest = 1e300;
-  for (const TimelineSpan& span : timeline.spans) {
-    if (span.category == "compute" && span.start_seconds < earliest) {
-      earliest = span.start_seconds;
-      first_stage_track = span.track;
-    }
-  }
   int ahead = 0;
-  for (const TimelineSpan& next : timeline.spans) {
-    if (next.category != "compute" || next.track != first_stage_track || next.microbatch < 1)
-      continue;
-    for (const TimelineSpan& previous : timeline.spans) {
-      if (previous.category == "compute" && previous.track != first_stage_track &&
-          previous.microbatch == next.microbatch - 1 &&
-          next.start_seconds < previous.start_seconds + previous.duration_seconds) {
-        ++ahead;
+  for (int run = 0; run < 5 && (overlap == 0 || ahead == 0); ++run) {
+    tandem::testing::expect_same_outputs(executor.run(inputs), expected);
+    const Timeline& timeline = executor.timeline();
+    overlap = 0;
+    for (const TimelineSpan& a : timeline.spans) {
+      for (const TimelineSpan& b : timeline.spans) {
+        if (a.category != "compute" || b.category != "compute" || a.track >= b.track) continue;
+        overlap += std::max(0.0, std::min(a.start_seconds + a.duration_seconds,
+                                          b.start_seconds + b.duration_seconds) -
+                                     std::max(a.start_seconds, b.start_seconds));
+      }
+    }
+    // The first stage is the device that computes first.
+    int first_stage_track = -1;
+    double earliest = 1e300;
+    for (const TimelineSpan& span : timeline.spans) {
+      if (span.category == "compute" && span.start_seconds < earliest) {
+        earliest = span.start_seconds;
+        first_stage_track = span.track;
+      }
+    }
+    ahead = 0;
+    for (const TimelineSpan& next : timeline.spans) {
+      if (next.category != "compute" || next.track != first_stage_track || next.microbatch < 1)
+        continue;
+      for (const TimelineSpan& previous : timeline.spans) {
+        if (previous.category == "compute" && previous.track != first_stage_track &&
+            previous.microbatch == next.microbatch - 1 &&
+            next.start_seconds < previous.start_seconds + previous.duration_seconds) {
+          ++ahead;
+        }
       }
     }
   }
+  EXPECT_GT(overlap, 0) << "compute on the two devices never overlaps";
   EXPECT_GT(ahead, 0) << "stage 1 waited for stage 2 instead of running ahead";
   EXPECT_EQ(executor.stats().segments_run, 8);
   EXPECT_GE(executor.stats().transfers, 4);

@@ -196,6 +196,7 @@ void add(OpRegistry& registry, std::string name, int min_inputs, int max_inputs,
   schema.name = std::move(name);
   schema.min_inputs = min_inputs;
   schema.max_inputs = max_inputs;
+  schema.elementwise = true;
   schema.infer = [infer = std::move(infer)](const InferContext& ctx) {
     if (ctx.node().outputs.size() > 1) ctx.fail("has more than one output");
     return infer(ctx);
