@@ -573,8 +573,12 @@ CalibrationProfile calibrate_device(Device& device, DeviceKind kind, std::string
     profile.figures.memory_bytes = measured(memory_bytes, options, "reported by the backend");
   }
   measure_kernels(device, options, profile);
-  const size_t bytes = options.quick ? size_t{16} << 20 : size_t{64} << 20;
   const Repetition repetition = repetition_for(options);
+  const DeviceRunCost run = measure_device_run_cost(device, repetition, median_note(repetition));
+  profile.figures.run_overhead = measured(run.seconds, options, run.method);
+  profile.measurements.push_back({"plan run", run.seconds, "s", run.method});
+  if (options.progress) options.progress(profile.measurements.back());
+  const size_t bytes = options.quick ? size_t{16} << 20 : size_t{64} << 20;
   const double seconds = typical_seconds(repetition, [&] { return round_trip(bytes); });
   const std::string method = "host to device and back of " + binary_size(bytes) +
                              ", 2 x bytes / time, " + median_note(repetition);

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "backends/cpu/cpu_device.h"
+#include "calibrate/bench_graph.h"
 #include "plan/plan.h"
 #include "runtime/executor.h"
 #include "runtime/plan_executor.h"
@@ -124,6 +125,38 @@ RuntimeCosts measure_runtime_costs(int threads, const Repetition& repetition,
       "all on one, per transfer, halved (a transfer crosses two hops), " +
       note;
   return costs;
+}
+
+DeviceRunCost measure_device_run_cost(Device& device, const Repetition& repetition,
+                                      const std::string& note) {
+  const TensorType tiny{DType::kFloat32, {4, 16}};
+  const Graph add = single_op_graph("Add", {{tiny}, {tiny}});
+  const std::vector<Tensor> host = {Tensor::zeros(DType::kFloat32, {4, 16}),
+                                    Tensor::zeros(DType::kFloat32, {4, 16})};
+  std::vector<Tensor> resident;
+  for (const Tensor& input : host) resident.push_back(device.receive(input));
+  GraphExecutor alone(add, device);
+  Plan plan;
+  plan.device_of_node = {0};
+  plan.order = {0};
+  plan.segments = {{0, {0}}};
+  // As the CPU's plan run: three pairs, the median kept, the plan's executor (its workers)
+  // gone before the program runs alone again.
+  std::vector<double> differences;
+  for (int pair = 0; pair < 3; ++pair) {
+    const double alone_seconds = seconds_of(repetition, [&] { alone.run(resident); });
+    PlanExecutor whole(add, plan, {&device});
+    const double whole_seconds = seconds_of(repetition, [&] { whole.run(host); });
+    differences.push_back(whole_seconds - alone_seconds);
+  }
+  DeviceRunCost cost;
+  cost.seconds = std::max(0.0, median(differences));
+  cost.method =
+      "a plan of one 4x16 Add on this device, its inputs moved in from host memory and its "
+      "result out, run time less the same program with its inputs on the device, the median "
+      "of 3 such pairs, " +
+      note;
+  return cost;
 }
 
 }  // namespace tandem::calibrate

@@ -1,6 +1,7 @@
 #pragma once
 #include <string>
 
+#include "backends/device.h"
 #include "calibrate/microbench.h"
 
 namespace tandem::calibrate {
@@ -22,5 +23,16 @@ struct RuntimeCosts {
 
 RuntimeCosts measure_runtime_costs(int threads, const Repetition& repetition,
                                    const std::string& note);
+
+// What a plan's run on `device` (an accelerator's, a PJRT plugin's) costs beyond its program:
+// a one-segment plan of one small Add, fed from host memory and its result brought back as
+// `tandem run` does, less the same program run with its inputs already on the device (the
+// program step a profile records). Inputs moved in, outputs out, the workers' wake-ups.
+struct DeviceRunCost {
+  double seconds = 0;
+  std::string method;
+};
+DeviceRunCost measure_device_run_cost(Device& device, const Repetition& repetition,
+                                      const std::string& note);
 
 }  // namespace tandem::calibrate

@@ -428,7 +428,7 @@ double best_single_figure(const PlanningProblem& problem) {
   // As evaluate_plan predicts a single device's plan: its work, one segment's program step
   // and one run's overhead.
   const auto single = [&](int d) {
-    return problem.single_device_seconds(d) + problem.segment_overhead(d) + problem.run_overhead();
+    return problem.single_device_seconds(d) + problem.segment_overhead(d) + problem.run_overhead(d);
   };
   switch (problem.options().objective) {
     case Objective::kLatency: return single(best);
@@ -582,7 +582,7 @@ void evaluate_for_search(const PlanningProblem& problem, Plan& plan) {
   }
   // Every run also pays the runtime's own cost, once per batch (a pipeline's steady-state
   // throughput, one micro-batch per interval, does not).
-  plan.predicted.latency_seconds += problem.run_overhead();
+  plan.predicted.latency_seconds += problem.run_overhead(plan);
   if (plan.stages.empty())
     plan.predicted.throughput_samples_per_second =
         static_cast<double>(problem.options().batch) / plan.predicted.latency_seconds;

@@ -8,6 +8,7 @@
 #include "ir/error.h"
 #include "ir/op_schema.h"
 #include "plan/evaluate.h"
+#include "plan/plan.h"
 #include "util/glob.h"
 
 namespace tandem {
@@ -370,7 +371,7 @@ void PlanningProblem::build_single_device_figures() {
   const double memory = memory_use(all).total();
   for (int d = 0; d < devices; ++d) {
     const Figure& run_overhead = cluster().devices[d].figures.run_overhead;
-    if (run_overhead.known()) run_overhead_ = std::max(run_overhead_, run_overhead.value);
+    run_overheads_.push_back(run_overhead.known() ? run_overhead.value : 0);
     for (int n = 0; n < node_count(); ++n) single_seconds_[d] += seconds_[n][d];
     single_memory_[d] = memory;
     if (single_seconds_[d] < kInfinity && memory <= memory_capacity(d) &&
@@ -387,6 +388,15 @@ double PlanningProblem::memory_capacity(int device) const {
 
 double PlanningProblem::launch_overhead(int device) const {
   return cluster().devices[device].figures.launch_overhead.value;
+}
+
+double PlanningProblem::run_overhead(const Plan& plan) const {
+  double seconds = 0;
+  for (const int device : plan.device_of_node)
+    if (device >= 0) seconds = std::max(seconds, run_overheads_[device]);
+  for (size_t device = 0; device < plan.batch_share.size(); ++device)
+    if (plan.batch_share[device] > 0) seconds = std::max(seconds, run_overheads_[device]);
+  return seconds;
 }
 
 double PlanningProblem::segment_overhead(int device) const {

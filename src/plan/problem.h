@@ -14,6 +14,8 @@
 
 namespace tandem {
 
+struct Plan;  // plan/plan.h, which reads this file
+
 enum class Objective { kLatency, kThroughput, kCost };
 std::string_view objective_name(Objective objective);  // "latency", "throughput", "cost"
 // The objective of that name; nullopt for any other.
@@ -167,10 +169,13 @@ class PlanningProblem {
   double single_device_seconds(int device) const { return single_seconds_[device]; }
   double single_device_memory(int device) const { return single_memory_[device]; }
   int best_single_device() const { return best_single_; }  // -1 when none
-  // The runtime's cost of one run of any plan beyond its segments (waking the device workers,
-  // the run's events), once per batch: the largest of the devices' run_overhead figures (the
-  // runtime waits for its slowest worker to wake); 0 when none is known.
-  double run_overhead() const { return run_overhead_; }
+  // The runtime's cost of one run of `plan` beyond its segments (waking the device workers,
+  // moving the inputs in and the outputs out, the run's events), once per batch: the largest
+  // run_overhead figure of the devices it runs on (the runtime waits for its slowest worker);
+  // 0 where none is known.
+  double run_overhead(const Plan& plan) const;
+  // The same for a plan of `device` alone.
+  double run_overhead(int device) const { return run_overheads_[device]; }
   // lower_bound (plan/evaluate.h) for this problem's objective, and every objective's, computed
   // once.
   double bound() const { return bound_; }
@@ -221,7 +226,7 @@ class PlanningProblem {
   std::vector<double> single_seconds_, single_memory_;
   int best_single_ = -1;
   double bound_ = 0;
-  double run_overhead_ = 0;
+  std::vector<double> run_overheads_;  // per device, 0 where unknown
 };
 
 }  // namespace tandem

@@ -166,6 +166,7 @@ class Simulation {
         devices_(problem.device_count()),
         links_(problem.cluster(), replicas_) {
     const std::vector<int> order = checked_order(problem, plan);
+    run_overhead_ = problem.run_overhead(plan);
     if (!plan.batch_share.empty()) {
       if (static_cast<int>(plan.batch_share.size()) != devices_)
         throw InputError("plan", "batch_share needs one entry per device");
@@ -607,7 +608,7 @@ class Simulation {
   SimulationResult finish() {
     const double end = now_;
     // The runtime's own cost of a run, once per batch, as evaluate_plan adds it.
-    result_.latency_seconds = end + problem_.run_overhead();
+    result_.latency_seconds = end + run_overhead_;
     const int microbatches = static_cast<int>(lane_finish_.size());
     const double interval = pipelined_ && microbatches > 1
                                 ? (lane_finish_.back() - lane_finish_.front()) / (microbatches - 1)
@@ -635,6 +636,7 @@ class Simulation {
   }
 
   const PlanningProblem& problem_;
+  double run_overhead_ = 0;  // the plan's, once per batch
   SimulationOptions options_;
   int replicas_, devices_;
   double batch_ = 1;

@@ -173,8 +173,9 @@ TEST(Evaluate, SpeedupOverBestSingleDevice) {
   EXPECT_DOUBLE_EQ(plan.speedup_over_best_single, 4.0 / 3);
 }
 
-// The runtime's own costs, from the devices' figures: the evaluator and the simulator agree.
-TEST(Evaluate, RunOverheadOncePerBatchTheLargestOfTheDevices) {
+// The runtime's own costs, from the figures of the devices a plan runs on: the evaluator and
+// the simulator agree.
+TEST(Evaluate, RunOverheadOncePerBatchTheLargestOfThePlansDevices) {
   Cluster cluster = flat_cluster(2);
   cluster.devices[0].figures.run_overhead = testing::figure(0.25);
   cluster.devices[1].figures.run_overhead = testing::figure(0.5);
@@ -182,14 +183,19 @@ TEST(Evaluate, RunOverheadOncePerBatchTheLargestOfTheDevices) {
   options.batch = 13;
   const auto problem = make_problem(cluster, {{1, 2}, {2, 1}, {3, 3}}, {{{1, 1e9}}, {{2, 1e9}}, {}},
                                     {}, {}, options);
-  EXPECT_DOUBLE_EQ(problem->run_overhead(), 0.5);
   Plan plan = placed({0, 0, 0});
+  EXPECT_DOUBLE_EQ(problem->run_overhead(plan), 0.25);
   evaluate_plan(*problem, plan);
-  EXPECT_DOUBLE_EQ(plan.predicted.latency_seconds, 6.5);
-  EXPECT_DOUBLE_EQ(plan.predicted.throughput_samples_per_second, 13 / 6.5);
+  EXPECT_DOUBLE_EQ(plan.predicted.latency_seconds, 6.25);
+  EXPECT_DOUBLE_EQ(plan.predicted.throughput_samples_per_second, 13 / 6.25);
   // The best single device pays it too: this plan is that device, no faster and no slower.
   EXPECT_DOUBLE_EQ(plan.speedup_over_best_single, 1);
-  EXPECT_DOUBLE_EQ(simulate(*problem, plan).latency_seconds, 6.5);
+  EXPECT_DOUBLE_EQ(simulate(*problem, plan).latency_seconds, 6.25);
+  // A plan that also runs on device 1 waits for its worker too.
+  Plan split = placed({0, 1, 0});
+  EXPECT_DOUBLE_EQ(problem->run_overhead(split), 0.5);
+  evaluate_plan(*problem, split);
+  EXPECT_DOUBLE_EQ(simulate(*problem, split).latency_seconds, split.predicted.latency_seconds);
 }
 
 TEST(Evaluate, ProgramStepOncePerRunOfEachSegment) {
