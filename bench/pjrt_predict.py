@@ -18,29 +18,14 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 
 import yaml
 
+from cluster_checks import model_args, run
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def run(args, what):
-    result = subprocess.run(args, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"{what} failed ({result.returncode}): {result.stderr.strip()[-2000:]}")
-    return result.stdout
-
-
-def model_args(zoo, entry):
-    args = [os.path.join(zoo, entry["path"])]
-    for name, size in entry["dims"].items():
-        args += ["--dim", f"{name}={size}"]
-    for spec in entry["inputs"]:
-        args += ["--input", f"{spec['name']}={os.path.join(zoo, spec['file'])}"]
-    return args
 
 
 def cluster_with(profile, folder):

@@ -63,6 +63,26 @@ double seconds_of(const Repetition& repetition, Run run) {
   });
 }
 
+// A plan's run of `graph` on `devices` less `alone`'s run of the same work: a difference of two
+// run times, taken three times, each pair measured back to back, and the median kept, so that
+// one side slowed by another process does not make the figure. The plan's executor lives for
+// one pair only: its worker's OpenMP team, spinning after a run, would slow the next run alone
+// (and the plan's run frees this thread's team, which the run alone would start anew); so
+// measured, single pairs gave 0 one time in three.
+template <typename Alone>
+double plan_run_less_alone(const Repetition& repetition, Alone alone, const Graph& graph,
+                           const Plan& plan, const std::vector<Device*>& devices,
+                           const std::vector<Tensor>& inputs) {
+  std::vector<double> differences;
+  for (int pair = 0; pair < 3; ++pair) {
+    const double alone_seconds = seconds_of(repetition, alone);
+    PlanExecutor whole(graph, plan, devices);
+    const double whole_seconds = seconds_of(repetition, [&] { whole.run(inputs); });
+    differences.push_back(whole_seconds - alone_seconds);
+  }
+  return std::max(0.0, median(differences));
+}
+
 }  // namespace
 
 RuntimeCosts measure_runtime_costs(int threads, const Repetition& repetition,
@@ -82,18 +102,8 @@ RuntimeCosts measure_runtime_costs(int threads, const Repetition& repetition,
   GraphExecutor alone(chain, calibrated);
   const auto on_first = [](int) { return 0; };
   const Plan one_segment = chain_plan(kRunChain, on_first, true);
-  // A difference of two run times: taken three times, each pair measured back to back, and
-  // the median kept, so that one side slowed by another process does not make the figure.
-  // The plan's executor lives for one pair only: its worker's OpenMP team, spinning after a
-  // run, would slow the next chain run alone (and the plan's run frees this thread's team, which
-  // the chain alone would start anew); so measured, single pairs gave 0 one time in three.
-  std::vector<double> differences;
-  for (int pair = 0; pair < 3; ++pair) {
-    const double alone_seconds = seconds_of(repetition, [&] { alone.run(input); });
-    PlanExecutor whole(chain, one_segment, {&calibrated});
-    const double whole_seconds = seconds_of(repetition, [&] { whole.run(input); });
-    differences.push_back(whole_seconds - alone_seconds);
-  }
+  const double run_overhead = plan_run_less_alone(
+      repetition, [&] { alone.run(input); }, chain, one_segment, {&calibrated}, input);
 
   // Two devices of one core each, as a cluster file's `cores: 1` makes them (on one core
   // both share it).
@@ -110,7 +120,7 @@ RuntimeCosts measure_runtime_costs(int threads, const Repetition& repetition,
   const double alternating_seconds = seconds_of(repetition, [&] { alternating.run(tiny_input); });
 
   RuntimeCosts costs;
-  costs.run_overhead = std::max(0.0, median(differences));
+  costs.run_overhead = run_overhead;
   costs.run_method =
       "a chain of " + std::to_string(kRunChain) + " Relu on " + std::to_string(kRunElements) +
       " floats as one segment of a plan on a CPU device of " +
@@ -140,17 +150,9 @@ DeviceRunCost measure_device_run_cost(Device& device, const Repetition& repetiti
   plan.device_of_node = {0};
   plan.order = {0};
   plan.segments = {{0, {0}}};
-  // As the CPU's plan run: three pairs, the median kept, the plan's executor (its workers)
-  // gone before the program runs alone again.
-  std::vector<double> differences;
-  for (int pair = 0; pair < 3; ++pair) {
-    const double alone_seconds = seconds_of(repetition, [&] { alone.run(resident); });
-    PlanExecutor whole(add, plan, {&device});
-    const double whole_seconds = seconds_of(repetition, [&] { whole.run(host); });
-    differences.push_back(whole_seconds - alone_seconds);
-  }
   DeviceRunCost cost;
-  cost.seconds = std::max(0.0, median(differences));
+  cost.seconds = plan_run_less_alone(
+      repetition, [&] { alone.run(resident); }, add, plan, {&device}, host);
   cost.method =
       "a plan of one 4x16 Add on this device, its inputs moved in from host memory and its "
       "result out, run time less the same program with its inputs on the device, the median "
