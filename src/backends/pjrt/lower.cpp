@@ -71,9 +71,10 @@ std::string static_refusal(const Node& node, const Graph& graph) {
 void lower_node(LowerContext& context, const Node& node) {
   const std::string refusal = static_refusal(node, context.graph());
   if (!refusal.empty()) throw LoweringRefused(refusal);
-  const Rule& rule = rules().at(node.op_type);
-  if (!rule.elementwise || !context.lower_channels_last(node, rule.lower)) {
-    rule.lower(context, node);
+  const LowerRule lower = rules().at(node.op_type);
+  const OpSchema* schema = OpRegistry::instance().find(node.op_type);
+  if (!schema || !schema->elementwise || !context.lower_channels_last(node, lower)) {
+    lower(context, node);
   }
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     if (context.has_output(node, i)) context.value(node.outputs[i]);  // every output bound

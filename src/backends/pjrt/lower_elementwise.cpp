@@ -457,10 +457,7 @@ HloValue apply_fused_activation(HloBuilder& b, const Node& node, const HloValue&
 }
 
 void add_elementwise_rules(RuleTable& rules) {
-  // Every rule here is elementwise (Rule::elementwise): each may run channels-last.
-  const auto add = [&](std::string_view op, LowerRule lower) {
-    rules[std::string(op)] = {lower, true};
-  };
+  const auto add = [&](std::string_view op, LowerRule lower) { rules[std::string(op)] = lower; };
   for (const auto& [onnx, hlo] : kBinaryOps) add(onnx, lower_binary);
   for (const auto& [onnx, hlo] : kComparisons) add(onnx, lower_comparison);
   for (const auto& [onnx, hlo] : kUnaryOps) add(onnx, lower_unary);

@@ -87,15 +87,9 @@ class LowerContext {
 };
 
 using LowerRule = void (*)(LowerContext& context, const Node& node);
-struct Rule {
-  Rule(LowerRule lower = nullptr, bool elementwise = false)
-      : lower(lower), elementwise(elementwise) {}
-  LowerRule lower;
-  // Each output element is computed from the inputs' elements at its (broadcast) index only, so
-  // the rule gives the same result on any layout (LowerContext::lower_channels_last).
-  bool elementwise;
-};
-using RuleTable = std::map<std::string, Rule, std::less<>>;
+// An op's rule; one whose schema is `elementwise` gives the same result on any layout, and runs
+// on its inputs' channels-last forms where it can (LowerContext::lower_channels_last).
+using RuleTable = std::map<std::string, LowerRule, std::less<>>;
 
 // Each op family adds its rules.
 void add_elementwise_rules(RuleTable& rules);

@@ -414,6 +414,7 @@ void register_cast_ops(OpRegistry& registry) {
   dropout.name = "Dropout";
   dropout.min_inputs = 1;
   dropout.max_inputs = 3;
+  dropout.elementwise = true;
   dropout.infer = [](const InferContext& ctx) {
     if (ctx.node().outputs.size() > 2) ctx.fail("has more than two outputs");
     require_type(ctx, 0, kFloats);

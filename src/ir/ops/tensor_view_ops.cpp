@@ -176,8 +176,10 @@ void register_view_ops(OpRegistry& registry) {
   registry.add(view_schema("Flatten", 1, 1, infer_flatten));
   registry.add(view_schema("Squeeze", 1, 2, infer_squeeze));
   registry.add(view_schema("Unsqueeze", 2, 2, infer_unsqueeze));
-  registry.add(view_schema(
-      "Identity", 1, 1, [](const InferContext& ctx) { return view_of(ctx, ctx.input(0).shape); }));
+  OpSchema identity = view_schema(
+      "Identity", 1, 1, [](const InferContext& ctx) { return view_of(ctx, ctx.input(0).shape); });
+  identity.elementwise = true;  // a view of the same layout, unlike the others here
+  registry.add(std::move(identity));
 }
 
 }  // namespace tandem::tensor_ops
