@@ -13,6 +13,16 @@ namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
+// `node`'s index in `graph`; nullopt for a node of another graph (a subgraph's, a copy's), which
+// has no place in `graph`'s per-node caches (std::less orders any two pointers).
+std::optional<size_t> index_in(const Node& node, const Graph& graph) {
+  const std::less<const Node*> before;
+  const Node* first = graph.nodes.data();
+  if (graph.nodes.empty() || before(&node, first) || !before(&node, first + graph.nodes.size()))
+    return std::nullopt;
+  return static_cast<size_t>(&node - first);
+}
+
 size_t index(Precision precision) { return static_cast<size_t>(precision); }
 
 Precision precision_of(DType dtype) {
@@ -316,21 +326,13 @@ double CostModel::run_weight_bytes(const Graph& graph) const {
 }
 
 double CostModel::bytes_inside_loops(const Node& node, const Graph& graph) const {
-  // Only a node of `graph` has a place in its loops (std::less orders any two pointers).
-  const std::less<const Node*> before;
-  const Node* first = graph.nodes.data();
-  if (graph.nodes.empty() || before(&node, first) || !before(&node, first + graph.nodes.size()))
-    return 0;
+  const std::optional<size_t> n = index_in(node, graph);
+  if (!n) return 0;
   const std::lock_guard<std::mutex> lock(cache_mutex_);
   LoopBytes& cached = loop_bytes_[&graph];
   if (cached.values != graph.values.size() || cached.nodes != graph.nodes.size() ||
       cached.by_node.size() != graph.nodes.size()) {
     cached = {graph.values.size(), graph.nodes.size(), std::vector<double>(graph.nodes.size(), 0)};
-    const auto elementwise = [](const Node& op) {
-      const OpSchema* schema =
-          op.domain.empty() ? OpRegistry::instance().find(op.op_type) : nullptr;
-      return schema && schema->elementwise;
-    };
     std::vector<int> producer(graph.values.size(), -1), readers(graph.values.size(), 0);
     std::vector<int> only_reader(graph.values.size(), -1);
     for (size_t n = 0; n < graph.nodes.size(); ++n) {
@@ -344,8 +346,8 @@ double CostModel::bytes_inside_loops(const Node& node, const Graph& graph) const
     for (int out : graph.outputs) readers[out] += 1;  // the caller reads it from memory
     for (size_t v = 0; v < graph.values.size(); ++v) {
       const int from = producer[v], to = only_reader[v];
-      if (from < 0 || to < 0 || readers[v] != 1 || !elementwise(graph.nodes[from]) ||
-          !elementwise(graph.nodes[to]) || !is_static(graph.values[v].type.shape))
+      if (from < 0 || to < 0 || readers[v] != 1 || !is_elementwise(graph.nodes[from]) ||
+          !is_elementwise(graph.nodes[to]) || !is_static(graph.values[v].type.shape))
         continue;
       const double bytes = static_cast<double>(numel(graph.values[v].type.shape)) *
                            static_cast<double>(dtype_size(graph.values[v].type.dtype));
@@ -353,26 +355,21 @@ double CostModel::bytes_inside_loops(const Node& node, const Graph& graph) const
       cached.by_node[to] += bytes;    // not read back
     }
   }
-  return cached.by_node[static_cast<size_t>(&node - first)];
+  return cached.by_node[*n];
 }
 
 ActivationLayout CostModel::activation_layout(const Node& node, const Graph& graph,
                                               int device) const {
   const Backend& backend = backend_of(cluster_.devices[device].backend);
-  // Only a node of `graph` has a place in its layouts (std::less orders any two pointers).
-  const std::less<const Node*> before;
-  const Node* first = graph.nodes.data();
-  if (!backend.activation_layouts || graph.nodes.empty() || before(&node, first) ||
-      !before(&node, first + graph.nodes.size()))
-    return {};
-  const auto n = static_cast<size_t>(&node - first);
+  const std::optional<size_t> n = index_in(node, graph);
+  if (!backend.activation_layouts || !n) return {};
   const std::lock_guard<std::mutex> lock(cache_mutex_);
   Layouts& cached = layouts_[{&graph, backend.kind}];
   if (cached.values != graph.values.size() || cached.nodes != graph.nodes.size() ||
       cached.by_node.size() != graph.nodes.size()) {
     cached = {graph.values.size(), graph.nodes.size(), backend.activation_layouts(graph)};
   }
-  return cached.by_node[n];
+  return cached.by_node[*n];
 }
 
 OpTime CostModel::op_time(const Node& node, const Graph& graph, int device) const {
@@ -584,15 +581,15 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
   constant_bytes = std::min(constant_bytes, node.cost.bytes);
   // A device that runs programs (a step overhead: XLA through PJRT) fuses a chain of
   // elementwise ops into one loop: the values between them never reach memory.
-  double bytes = node.cost.bytes;
+  double moved_bytes = node.cost.bytes;
   if (figures.step_overhead.known())
-    bytes -= std::min(bytes_inside_loops(node, graph), bytes - constant_bytes);
+    moved_bytes -= std::min(bytes_inside_loops(node, graph), moved_bytes - constant_bytes);
   if (model.bandwidth.measured()) {
     // Weights are read once per run: they move at the rate of reading all of a run's weights
     // (the cache they all fit in, or main memory). Other bytes (activations, written just
     // before) are the op's working set: they move at the rate of the cache they fit in.
     const double streamed = model.weights.measured() ? constant_bytes : 0;
-    const double other_bytes = bytes - streamed;
+    const double other_bytes = moved_bytes - streamed;
     // Of each part, main memory serves the share its rate is of the curve's rate (the whole
     // part past the caches, little of it in L1).
     const auto add = [&](double bytes, const BandwidthCurve& curve, double size) {
@@ -609,13 +606,13 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
                                 std::max(weight_bytes, constant_bytes));
     }
     if (other_bytes > 0) {
-      const double seconds = add(other_bytes, model.bandwidth, bytes);
+      const double seconds = add(other_bytes, model.bandwidth, moved_bytes);
       if (streamed == 0) time.weight_seconds = seconds * constant_bytes / other_bytes;
     }
     memory_source = "calibration " + model.profile_file;
   } else if (figures.memory_bandwidth.known()) {
     // A figure without a curve is main memory's.
-    time.memory_seconds = time.main_memory_seconds = bytes / figures.memory_bandwidth.value;
+    time.memory_seconds = time.main_memory_seconds = moved_bytes / figures.memory_bandwidth.value;
     time.weight_seconds = constant_bytes / figures.memory_bandwidth.value;
   }
   time.overhead_seconds = figures.launch_overhead.value + reorder_seconds;

@@ -53,6 +53,12 @@ double type_bytes(const TensorType& type) {
   return count * static_cast<double>(dtype_size(type.dtype));
 }
 
+bool is_elementwise(const Node& node) {
+  const OpSchema* schema =
+      node.domain.empty() ? OpRegistry::instance().find(node.op_type) : nullptr;
+  return schema && schema->elementwise;
+}
+
 OpCost default_cost(const Node&, std::span<const TensorType> inputs,
                     std::span<const TensorType> outputs) {
   OpCost cost;

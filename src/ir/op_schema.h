@@ -87,6 +87,9 @@ class OpRegistry {
   std::vector<OpSchema> schemas_;
 };
 
+// Whether `node` is an op of the default domain whose schema is `elementwise`.
+bool is_elementwise(const Node& node);
+
 OpCost default_cost(const Node& node, std::span<const TensorType> inputs,
                     std::span<const TensorType> outputs);
 // Bytes of a tensor type whose shape may be dynamic (dynamic dims count as 1).

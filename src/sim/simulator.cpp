@@ -166,7 +166,6 @@ class Simulation {
         devices_(problem.device_count()),
         links_(problem.cluster(), replicas_) {
     const std::vector<int> order = checked_order(problem, plan);
-    run_overhead_ = problem.run_overhead(plan);
     if (!plan.batch_share.empty()) {
       if (static_cast<int>(plan.batch_share.size()) != devices_)
         throw InputError("plan", "batch_share needs one entry per device");
@@ -188,6 +187,7 @@ class Simulation {
       if (scheduled && microbatches > 1) order_jobs(plan.piece_order);
     }
     if (lanes_.empty()) throw InputError("plan", "no device has a share of the batch");
+    run_overhead_ = problem.run_overhead(plan);  // its devices and shares checked above
     // Where each segment's run (and a compiled device's program step) begins: a data-parallel
     // replica is one segment of the whole order, on each device with a share.
     if (!plan.batch_share.empty()) {

@@ -72,8 +72,7 @@ void lower_node(LowerContext& context, const Node& node) {
   const std::string refusal = static_refusal(node, context.graph());
   if (!refusal.empty()) throw LoweringRefused(refusal);
   const LowerRule lower = rules().at(node.op_type);
-  const OpSchema* schema = OpRegistry::instance().find(node.op_type);
-  if (!schema || !schema->elementwise || !context.lower_channels_last(node, lower)) {
+  if (!is_elementwise(node) || !context.lower_channels_last(node, lower)) {
     lower(context, node);
   }
   for (size_t i = 0; i < node.outputs.size(); ++i) {
