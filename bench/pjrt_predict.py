@@ -5,10 +5,13 @@ the PJRT CPU plugin's device, predicted beside measured.
 examples/clusters/cpu-pjrt.yaml names it for pjrt0, and each model runs there as one program
 (`tandem run --cluster COPY --strategy single:pjrt0 --json`): its plan's predicted latency beside
 the measured median. With --baseline, another build's `tandem plan` prices the same plans on the
-same profile, so that a change of the cost model is compared on identical measurements.
+same profile, so that a change of the cost model is compared on identical measurements; with
+--baseline-profile, this build prices them on another profile (the same one less a curve, say),
+so that a change of calibration is.
 
 Usage: .venv/bin/python bench/pjrt_predict.py [--zoo zoo/real] [--iterations 20] [--rounds 3]
-           [--models a,b] [--profile FILE] [--baseline OTHER/tandem] [--json FILE] [--markdown]
+           [--models a,b] [--profile FILE] [--baseline OTHER/tandem] [--baseline-profile FILE]
+           [--json FILE] [--markdown]
 
 Measured latency is the median over rounds of each round's median (models take turns within a
 round, so a burst of load hits one round rather than one model). Error is
@@ -28,13 +31,13 @@ from cluster_checks import model_args, run
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def cluster_with(profile, folder):
+def cluster_with(profile, folder, name="cpu-pjrt.yaml"):
     with open(os.path.join(REPO, "examples", "clusters", "cpu-pjrt.yaml")) as f:
         cluster = yaml.safe_load(f)
     for device in cluster["devices"]:
         if device.get("backend") == "pjrt":
             device["profile"] = profile
-    path = os.path.join(folder, "cpu-pjrt.yaml")
+    path = os.path.join(folder, name)
     with open(path, "w") as f:
         yaml.safe_dump(cluster, f)
     return path
@@ -54,6 +57,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", default="", help="reuse a `calibrate --backend pjrt` profile")
     parser.add_argument("--baseline", default="", help="another build's tandem: its predictions")
+    parser.add_argument("--baseline-profile", default="",
+                        help="the baseline's predictions on this profile (default: the same one)")
     parser.add_argument("--json", default="")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
@@ -89,11 +94,15 @@ def main():
                 measured.setdefault(name, []).append(report["latency"]["median_s"])
                 predicted[name] = report["plan"]["predicted_latency_s"]
         manifest = [entry for entry in manifest if entry["name"] not in skipped]
-        if args.baseline:
+        if args.baseline or args.baseline_profile:
+            baseline_tandem = args.baseline or args.tandem
+            baseline_cluster = cluster_with(os.path.abspath(args.baseline_profile), folder,
+                                            "baseline.yaml") if args.baseline_profile else cluster
             for entry in manifest:
                 plan = json.loads(run(
-                    [args.baseline, "plan", *model_args(args.zoo, entry), "--cluster", cluster,
-                     "--strategy", "single:pjrt0", "--json"], f"baseline plan {entry['name']}"))
+                    [baseline_tandem, "plan", *model_args(args.zoo, entry), "--cluster",
+                     baseline_cluster, "--strategy", "single:pjrt0", "--json"],
+                    f"baseline plan {entry['name']}"))
                 baseline[entry["name"]] = plan["predicted"]["latency_s"]
 
     rows = []

@@ -168,6 +168,26 @@ Graph conv_weight_chain(int count) {
   return graph.finish({x});
 }
 
+Graph conv_pair_chain(const ConvPairShape& shape, int units) {
+  const int64_t pad = shape.kernel / 2;
+  BenchGraph graph;
+  int x = graph.input({DType::kFloat32, {shape.batch, shape.channels, shape.height, shape.width}});
+  const auto weights = [&](int64_t from, int64_t to) {
+    return std::pair{
+        graph.random_constant({DType::kFloat32, {to, from, shape.kernel, shape.kernel}}),
+        graph.random_constant({DType::kFloat32, {to}})};
+  };
+  const auto there = weights(shape.channels, shape.filters);
+  const auto back = weights(shape.filters, shape.channels);
+  const auto conv = [&](int input, std::pair<int, int> weights_and_bias) {
+    return graph.node("Conv", {input, weights_and_bias.first, weights_and_bias.second},
+                      {{"kernel_shape", std::vector<int64_t>{shape.kernel, shape.kernel}},
+                       {"pads", std::vector<int64_t>{pad, pad, pad, pad}}});
+  };
+  for (int i = 0; i < units; ++i) x = conv(conv(x, there), back);
+  return graph.finish({x});
+}
+
 Graph view_chain(int count) {
   BenchGraph graph;
   int x = graph.input({DType::kFloat32, {4, 16}});

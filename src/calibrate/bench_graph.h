@@ -55,6 +55,16 @@ struct ConvLayerShape {
 Graph conv_in_layout(const ConvLayerShape& shape, bool depthwise, bool input_channels_last,
                      bool output_channels_last);
 
+// `units` pairs of convolutions in a chain, each pair a `kernel` x `kernel` one of `channels`
+// to `filters` then one of `filters` back (stride 1, pads keeping the image, with bias):
+// convolutions as a model has them, each reading what the last one made. Every pair has the
+// same two weights, so that a chain reads no more weights than one pair (in cache: their
+// streaming is the conv weight curve's).
+struct ConvPairShape {
+  int64_t batch, channels, height, width, filters, kernel;
+};
+Graph conv_pair_chain(const ConvPairShape& shape, int units);
+
 // `count` MatMuls in a chain, each of a 2 x `size` tensor by its own `size` x `size` constant
 // weights: work bound by reading the weights.
 Graph weight_chain(int64_t size, int count);

@@ -54,15 +54,28 @@ std::vector<GemmShape> gemm_shapes(bool quick) {
 }
 
 // A ResNet stem, 3x3 body convs from 56x56 down to the 2x2 images of a late layer at a small
-// input (few output rows, many channels), and a 1x1 bottleneck. Recorded, not used by the cost
-// model: alone, with their weights in cache, even the 2x2 ones run near the GEMM curve
-// (docs/BENCHMARKS.md), so a model's slow late layers are its weights' streaming, not the
-// convolutions' shape.
+// input (few output rows, many channels), and a 1x1 bottleneck, on the CPU backend. Recorded,
+// not used by the cost model: alone, with their weights in cache, even the 2x2 ones run near the
+// GEMM curve (docs/BENCHMARKS.md), so a model's slow late layers are its weights' streaming, not
+// the convolutions' shape.
 std::vector<ConvShape> conv_shapes(bool quick) {
   if (quick) return {{1, 16, 32, 32, 16, 3, 1}, {2, 128, 2, 2, 128, 3, 1}};
   return {{1, 3, 224, 224, 64, 7, 2},  {1, 64, 56, 56, 64, 3, 1}, {1, 128, 28, 28, 128, 3, 1},
           {1, 256, 14, 14, 256, 3, 1}, {1, 512, 7, 7, 512, 3, 1}, {2, 256, 4, 4, 256, 3, 1},
           {2, 512, 2, 2, 512, 3, 1},   {1, 256, 56, 56, 64, 1, 1}};
+}
+
+// The convolution curve's chains: ResNet's 3x3 body convs from 56x56 down to a late layer's 2x2
+// images, a small one, and 1x1 ones from a squeeze-and-excitation block's (a few kFLOPs) and a
+// MobileNet's expansions (a few MFLOPs, far from the large ones' rate) to a ResNet-50
+// bottleneck's.
+std::vector<ConvPairShape> conv_pair_shapes(bool quick) {
+  if (quick) return {{1, 16, 32, 32, 16, 3}, {2, 128, 2, 2, 128, 3}};
+  return {{1, 64, 56, 56, 64, 3}, {1, 128, 28, 28, 128, 3}, {1, 256, 14, 14, 256, 3},
+          {1, 512, 7, 7, 512, 3}, {2, 256, 4, 4, 256, 3},   {2, 512, 2, 2, 512, 3},
+          {1, 16, 32, 32, 16, 3}, {2, 48, 1, 1, 12, 1},     {2, 16, 16, 16, 48, 1},
+          {1, 16, 56, 56, 16, 1}, {1, 24, 56, 56, 72, 1},   {1, 96, 14, 14, 576, 1},
+          {1, 64, 56, 56, 256, 1}};
 }
 
 // Depthwise convolutions as MobileNets and SSDLite have them, from a late 4x4 layer to a first
@@ -127,14 +140,20 @@ class Suite {
       // that the rates can leave it out. Compiled programs have no view steps or Loops.
       program_overhead();
       gemm_curve();
-      convolutions();
+      convolution_curve();
       bandwidth_curve();
       weight_curve();
+      conv_weight_curve();
       vector_throughput();
       return;
     }
     gemm_curve();
-    convolutions();
+    // oneDNN's convolutions run the CPU's GEMM kernels (and a lone one's time includes reorders
+    // priced apart): recorded alone. Another eager backend's (cuDNN's) are a curve of their own.
+    if (chooses_layouts_)
+      convolutions();
+    else
+      convolution_curve();
     bandwidth_curve();
     dispatch_overhead();  // before the rates below, which exclude it
     weight_curve();
@@ -233,6 +252,39 @@ class Suite {
       record(name, bench.cost().flops / *seconds, "FLOP/s",
              "fp32 Conv with bias, constant weights, kernel time, " + median_note());
     }
+  }
+
+  // Convolutions as a model runs them, one after another: a chain of three pairs less a chain
+  // of one, so that what a program does at its ends cancels (XLA's change to channels-last and
+  // back, as much as a small convolution itself). Each point is a quarter of the difference at
+  // one convolution's GEMM FLOPs, its fixed cost included.
+  void convolution_curve() {
+    constexpr int kMoreConvs = 4;
+    for (const ConvPairShape& shape : conv_pair_shapes(options_.quick)) {
+      OpBench shorter(device_, conv_pair_chain(shape, 1));
+      OpBench longer(device_, conv_pair_chain(shape, 1 + kMoreConvs / 2));
+      const double more = longer.run_seconds(repetition_) - shorter.run_seconds(repetition_);
+      const double flops =
+          2.0 * static_cast<double>(shape.batch * shape.height * shape.width * shape.channels *
+                                    shape.filters * shape.kernel * shape.kernel);
+      const std::string name = "conv chain " +
+                               joined({shape.batch, shape.channels, shape.height, shape.width}) +
+                               " -> " + std::to_string(shape.filters) + " -> " +
+                               std::to_string(shape.channels) + " k" + std::to_string(shape.kernel);
+      const std::string method =
+          "fp32 Convs with bias, constant weights, pairs of them (there and back) in a chain: "
+          "a chain of three pairs less a chain of one, FLOPs / a quarter of that time, " +
+          median_note();
+      if (more <= 0) {
+        record(name, 0, "FLOP/s", method + " (no slower than one pair: left out)");
+        continue;
+      }
+      const double seconds = more / kMoreConvs;
+      profile_.conv_curve.push_back({flops, seconds});
+      record(name, flops / seconds, "FLOP/s", method);
+    }
+    std::sort(profile_.conv_curve.begin(), profile_.conv_curve.end(),
+              [](const auto& a, const auto& b) { return a.flops < b.flops; });
   }
 
   // Bytes as the IR counts them (each input read once, the output written once), so the
@@ -422,7 +474,7 @@ class Suite {
     for (int count : conv_weight_chains(options_.quick)) {
       OpBench bench(device_, conv_weight_chain(count));
       const double bytes = 4.0 * 512 * 512 * 9 * count;
-      const double seconds = bench.run_seconds(repetition_) - dispatch * count;
+      const double seconds = bench.run_seconds(repetition_) - program_extra_ - dispatch * count;
       if (seconds <= 0) continue;
       profile_.conv_weight_curve.push_back({bytes, seconds});
       record("conv weight streaming " + binary_size(bytes), bytes / seconds, "B/s",

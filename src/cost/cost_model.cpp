@@ -301,6 +301,10 @@ void CostModel::add_device(int device, std::shared_ptr<const CalibrationProfile>
         work.push_back({point.flops, point.seconds - fixed_cost("Conv")});
       model.depthwise[layouts] = WorkCurve(std::move(work));
     }
+    std::vector<WorkCurve::Point> convolutions;
+    for (const auto& point : profile->conv_curve)
+      convolutions.push_back({point.flops, point.seconds - fixed_cost("Conv")});
+    model.convolutions = WorkCurve(std::move(convolutions));
     if (!profile->gemm_curve.empty()) {
       // `tandem calibrate` times fp32 GEMMs.
       const Rate fp32 = matrix_rate(spec.kind, spec.figures, Precision::kFp32, options_.tf32);
@@ -522,13 +526,19 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
   const auto gemm = matrix_dtype(dtype) ? gemm_shape(node, graph) : std::nullopt;
   if (gemm) {
     const Rate rate = matrix_rate(spec.kind, figures, precision, options_.tf32);
-    if (rate.figure) {
+    // What the IR counts beyond the product: bias, fused activation and residual.
+    const double beyond_product = std::max(0.0, node.cost.flops - gemm->flops());
+    if (node.op_type == "Conv" && precision == Precision::kFp32 && model.convolutions.measured()) {
+      // A device whose convolutions are not its GEMM kernels, at their own measured times.
+      time.compute_seconds = model.convolutions.seconds(gemm->flops());
+      compute_source = "calibration " + model.profile_file + ": convolutions";
+      vector_flops = beyond_product;
+    } else if (rate.figure) {
       const GemmShape work = padded(*gemm, padding_granule(spec.kind, figures, rate));
       time.compute_seconds = model.matmul.seconds(work.flops(), rate.figure->value);
       compute_source = model.matmul.measured() ? "calibration " + model.profile_file
                                                : source_of(*rate.figure, device);
-      // What the IR counts beyond the product: bias, fused activation and residual.
-      vector_flops = std::max(0.0, node.cost.flops - gemm->flops());
+      vector_flops = beyond_product;
     }
   }
   // The layouts a convolution's kernel reads and writes, asked once: its depthwise curve and

@@ -17,8 +17,14 @@ WorkCurve::WorkCurve(std::vector<Point> points) {
     double mean() const { return log_sum / static_cast<double>(count); }
   };
   std::vector<Pool> pools;
-  for (const Point& p : points_) {
-    pools.push_back({std::log(p.seconds), 1});
+  for (size_t i = 0; i < points_.size(); ++i) {
+    // Points of the same work are measurements of one point: they share a pool from the start.
+    if (i > 0 && points_[i].work == points_[i - 1].work) {
+      pools.back().log_sum += std::log(points_[i].seconds);
+      ++pools.back().count;
+    } else {
+      pools.push_back({std::log(points_[i].seconds), 1});
+    }
     while (pools.size() > 1 && pools[pools.size() - 2].mean() > pools.back().mean()) {
       pools[pools.size() - 2].log_sum += pools.back().log_sum;
       pools[pools.size() - 2].count += pools.back().count;
@@ -29,6 +35,9 @@ WorkCurve::WorkCurve(std::vector<Point> points) {
   for (const Pool& pool : pools) {
     for (size_t j = 0; j < pool.count; ++j) points_[i++].seconds = std::exp(pool.mean());
   }
+  points_.erase(std::unique(points_.begin(), points_.end(),
+                            [](const Point& a, const Point& b) { return a.work == b.work; }),
+                points_.end());
 }
 
 double WorkCurve::seconds(double work) const {

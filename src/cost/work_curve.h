@@ -6,7 +6,8 @@ namespace tandem {
 // Measured times by amount of work (FLOPs of one kind of kernel): noise, or a skinny shape beside
 // a square one, can make more work look faster, so the times are pooled into a monotone curve
 // (adjacent violators, least squares on log time); between points, time is linear in log-log;
-// outside them, the rate of the nearest end point. Empty without points.
+// outside them, the rate of the nearest end point. Several points of the same work (shapes of
+// equal FLOPs) are one point at their mean log time. Empty without points.
 class WorkCurve {
  public:
   struct Point {

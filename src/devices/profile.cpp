@@ -148,6 +148,19 @@ class ProfileReader {
     return figure;
   }
 
+  // An array of {flops, seconds} points (depthwise and convolution curves).
+  std::vector<CalibrationProfile::WorkPoint> work_points(const json& array,
+                                                         const std::string& field) const {
+    std::vector<CalibrationProfile::WorkPoint> points;
+    for (size_t i = 0; i < array.size(); ++i) {
+      const std::string point = field + "[" + std::to_string(i) + "]";
+      if (!array[i].is_object()) fail(point, "expected an object");
+      points.push_back({number_at(array[i], "flops", point + ".flops", true),
+                        number_at(array[i], "seconds", point + ".seconds", true)});
+    }
+    return points;
+  }
+
   CalibrationProfile read(const json& root) const {
     if (!root.is_object()) fail("(top level)", "expected an object");
     if (string_at(root, "format", "format") != kFormat) {
@@ -246,16 +259,11 @@ class ProfileReader {
           for (bool out : {false, true}) known = known || key == depthwise_layout_key(in, out);
         }
         if (!known) fail(field, "expected nchw-nchw, nhwc-nchw, nchw-nhwc or nhwc-nhwc");
-        const json& array = array_at(curves, key, field);
-        for (size_t i = 0; i < array.size(); ++i) {
-          const std::string point = field + "[" + std::to_string(i) + "]";
-          if (!array[i].is_object()) fail(point, "expected an object");
-          profile.depthwise_curves[key].push_back(
-              {number_at(array[i], "flops", point + ".flops", true),
-               number_at(array[i], "seconds", point + ".seconds", true)});
-        }
+        profile.depthwise_curves[key] = work_points(array_at(curves, key, field), field);
       }
     }
+    if (root.contains("conv_curve"))
+      profile.conv_curve = work_points(array_at(root, "conv_curve", "conv_curve"), "conv_curve");
 
     const json& op_seconds = object_at(root, "op_seconds", "op_seconds");
     for (const auto& [signature, seconds] : op_seconds.items()) {
@@ -440,16 +448,19 @@ void write_profile(const std::string& path, const CalibrationProfile& profile) {
   }
   if (!profile.vector_op_rates.empty()) root["vector_op_rates"] = profile.vector_op_rates;
   if (!profile.op_overheads.empty()) root["op_overheads"] = profile.op_overheads;
+  const auto work_points_json = [](const std::vector<CalibrationProfile::WorkPoint>& points) {
+    json array = json::array();
+    for (const auto& point : points)
+      array.push_back({{"flops", point.flops}, {"seconds", point.seconds}});
+    return array;
+  };
   if (!profile.depthwise_curves.empty()) {
     json curves = json::object();
-    for (const auto& [key, points] : profile.depthwise_curves) {
-      json array = json::array();
-      for (const auto& point : points)
-        array.push_back({{"flops", point.flops}, {"seconds", point.seconds}});
-      curves[key] = std::move(array);
-    }
+    for (const auto& [key, points] : profile.depthwise_curves)
+      curves[key] = work_points_json(points);
     root["depthwise_curves"] = std::move(curves);
   }
+  if (!profile.conv_curve.empty()) root["conv_curve"] = work_points_json(profile.conv_curve);
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   if (!file) throw InputError(path, "cannot write the profile");
   file << root.dump(2) << "\n";

@@ -48,6 +48,13 @@ struct CalibrationProfile {
     double seconds = 0;
   };
   std::map<std::string, std::vector<WorkPoint>> depthwise_curves;
+  // Spatial convolutions (not depthwise) where they are not the GEMM's kernels: times by one
+  // convolution's GEMM FLOPs, its fixed cost included, measured in chains as models have them
+  // (ResNet's 3x3 ones, MobileNets' 1x1 ones). XLA runs a 3x3 convolution through Eigen's
+  // spatial convolution, packing its image patches on every call, not through its dot kernels.
+  // Empty in older profiles and on the CPU backend, whose oneDNN convolutions share its GEMM
+  // kernels (and whose lone NCHW timings include reorders priced apart).
+  std::vector<WorkPoint> conv_curve;  // ascending FLOPs
   // A convolution's reorder of an NCHW input into the layout its kernel computes in, and of its
   // output back, by the activation's bytes: 1x1 Convs timed with the side NCHW less the same
   // with it channels-last. Empty in older profiles and where no kernel reorders.

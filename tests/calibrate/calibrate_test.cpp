@@ -130,6 +130,8 @@ TEST(Calibrate, QuickGivesPlausibleFiguresInSeconds) {
     EXPECT_LT(points[0].flops, points[1].flops) << layouts;
     EXPECT_GT(points[0].seconds, 0) << layouts;
   }
+  // oneDNN's convolutions are priced on the GEMM curve: no curve of their own.
+  EXPECT_TRUE(profile.conv_curve.empty());
   EXPECT_EQ(progress_lines, static_cast<int>(profile.measurements.size()));
 }
 

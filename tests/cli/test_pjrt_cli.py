@@ -202,6 +202,12 @@ class CalibratePjrt(unittest.TestCase):
             figures = {k: f["value"] for k, f in report["figures"].items() if f}
             self.assertGreater(figures["matrix_fp32_flops_per_s"], 1e8)
             self.assertLess(figures["matrix_fp32_flops_per_s"], 1e13)  # no fantastic peaks
+            # XLA's convolutions are a curve of their own, timed in chains.
+            with open(path) as f:
+                curve = json.load(f)["conv_curve"]
+            self.assertGreaterEqual(len(curve), 1)
+            self.assertTrue(all(p["flops"] > 0 and p["seconds"] > 0 for p in curve))
+            self.assertEqual([p["flops"] for p in curve], sorted(p["flops"] for p in curve))
 
     def test_per_op_history_is_refused(self):
         result = tandem("calibrate", "--backend", "pjrt", "--quick", "--model",

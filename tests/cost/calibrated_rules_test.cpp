@@ -311,6 +311,33 @@ TEST(CalibratedCost, DepthwiseConvolutionsTakeTheCurveOfTheLayoutsTheirKernelSee
   EXPECT_NEAR(time_of(partial, alone).compute_seconds, flops / 100e9, 1e-15);
 }
 
+TEST(CalibratedCost, ConvolutionsTakeTheirOwnCurveWhereTheProfileHasOne) {
+  CalibrationProfile profile = cache_profile();
+  profile.op_overheads = {{"Conv", 2e-6}};
+  profile.gemm_curve = {{64, 64, 64, 1e-6}, {512, 512, 512, 1e-3}};
+  // 100 GFLOP/s once a Conv's fixed cost is taken off, at both ends.
+  profile.conv_curve = {{1e6, 12e-6}, {1e7, 102e-6}};
+  const CostModel model(profiled_cluster(), {{kCpu, profile}});
+  GraphBuilder builder;
+  const int x = builder.input("x", DType::kFloat32, {1, 16, 32, 32});
+  const Graph conv = builder.infer({builder.node(
+      "Conv", {x, builder.constant("w", DType::kFloat32, {16, 16, 3, 3})},
+      {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}})});
+  const double gemm_flops = 2.0 * 32 * 32 * 16 * 16 * 9;
+  const OpTime time = time_of(model, conv);
+  EXPECT_NEAR(time.compute_seconds, gemm_flops / 100e9, 1e-15);
+  EXPECT_NE(time.source.find("convolutions"), std::string::npos) << time.source;
+  // A depthwise convolution is not on it, nor a product.
+  EXPECT_EQ(time_of(model, depthwise(false)).source.find("convolutions"), std::string::npos);
+  // Without the curve, the convolution is a GEMM of the GEMM curve.
+  CalibrationProfile gemm_only = profile;
+  gemm_only.conv_curve.clear();
+  const CostModel on_gemms(profiled_cluster(), {{kCpu, gemm_only}});
+  const OpTime as_gemm = time_of(on_gemms, conv);
+  EXPECT_EQ(as_gemm.source.find("convolutions"), std::string::npos) << as_gemm.source;
+  EXPECT_NE(as_gemm.compute_seconds, time.compute_seconds);
+}
+
 TEST(CalibratedCost, AConvolutionPaysTheReordersOfItsNchwSides) {
   Cluster cluster = profiled_cluster();
   cluster.devices[kCpu].backend = BackendKind::kCpu;
@@ -346,6 +373,7 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   profile.vector_op_rates = {{"Tanh", 2e9}};
   profile.op_overheads = {{"Conv", 3e-6}, {"Relu", 0.2e-6}};
   profile.depthwise_curves = {{"nhwc-nchw", {{1e5, 2e-6}, {1e7, 90e-6}}}};
+  profile.conv_curve = {{1e6, 20e-6}, {2e8, 1e-3}};
   profile.reorder_in_curve = {{1 << 18, 1e-5}};
   profile.reorder_out_curve = {{1 << 18, 2e-5}, {1 << 20, 5e-5}};
   const std::string path = ::testing::TempDir() + "/costfix_profile.json";
@@ -362,6 +390,9 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   ASSERT_EQ(read.depthwise_curves.at("nhwc-nchw").size(), 2u);
   EXPECT_EQ(read.depthwise_curves.at("nhwc-nchw")[1].flops, 1e7);
   EXPECT_EQ(read.depthwise_curves.at("nhwc-nchw")[1].seconds, 90e-6);
+  ASSERT_EQ(read.conv_curve.size(), 2u);
+  EXPECT_EQ(read.conv_curve[1].flops, 2e8);
+  EXPECT_EQ(read.conv_curve[1].seconds, 1e-3);
   ASSERT_EQ(read.reorder_in_curve.size(), 1u);
   EXPECT_EQ(read.reorder_in_curve[0].seconds, 1e-5);
   ASSERT_EQ(read.reorder_out_curve.size(), 2u);
@@ -377,6 +408,7 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   EXPECT_TRUE(old.vector_op_rates.empty());
   EXPECT_TRUE(old.op_overheads.empty());
   EXPECT_TRUE(old.depthwise_curves.empty());
+  EXPECT_TRUE(old.conv_curve.empty());
   EXPECT_TRUE(old.reorder_in_curve.empty());
   std::remove(path.c_str());
 }

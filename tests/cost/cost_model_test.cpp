@@ -308,6 +308,21 @@ TEST(MatmulEfficiency, MeasuredTimesArePooledIntoAMonotoneCurve) {
   EXPECT_NEAR(curve.seconds(2.0 * 32 * 32 * 32, 2e12), 5e-6, 1e-15);
 }
 
+TEST(WorkCurve, PointsOfTheSameWorkAreOnePointAtTheirMeanLogTime) {
+  // Four shapes of 2 MFLOP at 1, 8, 2 and 4 ms: one point at their geometric mean, whatever
+  // their order (a lookup must not land on whichever of them sorted last).
+  const double mean = std::pow(1e-3 * 8e-3 * 2e-3 * 4e-3, 0.25);
+  for (const auto& times :
+       {std::vector<double>{1e-3, 8e-3, 2e-3, 4e-3}, std::vector<double>{8e-3, 4e-3, 2e-3, 1e-3}}) {
+    std::vector<WorkCurve::Point> points = {{1e6, 0.5e-3}};
+    for (double seconds : times) points.push_back({2e6, seconds});
+    const WorkCurve curve(points);
+    EXPECT_NEAR(curve.seconds(2e6), mean, 1e-15);
+    EXPECT_NEAR(curve.seconds(4e6), 2 * mean, 1e-15);  // beyond: the point's rate
+    EXPECT_NEAR(curve.seconds(1e6), 0.5e-3, 1e-15);
+  }
+}
+
 TEST(MatmulEfficiency, APointBoundByReadingItsWeightsIsLeftOut) {
   // One row by a 1024x1024 matrix: 4 MiB read in 30 us, at a weight rate of 150 GB/s 28 us of
   // it. Kept, it would pool with 128^3 and price small products as slow as reading 4 MiB.
