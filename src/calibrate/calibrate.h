@@ -22,7 +22,8 @@ void measure_kernels(Device& device, const CalibrationOptions& options,
                      CalibrationProfile& profile);
 
 // The row blocks a GEMM of `m` rows and `flops` is timed in, at a best rate so far of `rate`
-// FLOP/s (0: unknown): the fewest halvings of m that bring a block's run under a millisecond.
+// FLOP/s (0: unknown): the fewest halvings of m that bring a block's run under a millisecond,
+// keeping at least 128 rows a block.
 // Beside another busy process a longer run is stalled every time (the scheduler gives a thread
 // that woke its core back at once, but takes it away within a few milliseconds).
 int64_t gemm_row_blocks(int64_t m, double flops, double rate);

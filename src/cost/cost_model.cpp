@@ -528,8 +528,10 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
     const Rate rate = matrix_rate(spec.kind, figures, precision, options_.tf32);
     // What the IR counts beyond the product: bias, fused activation and residual.
     const double beyond_product = std::max(0.0, node.cost.flops - gemm->flops());
-    if (node.op_type == "Conv" && precision == Precision::kFp32 && model.convolutions.measured()) {
-      // A device whose convolutions are not its GEMM kernels, at their own measured times.
+    if (node.op_type == "Conv" && precision == Precision::kFp32 && model.convolutions.measured() &&
+        spatial_kernel(node, graph)) {
+      // A device whose spatial convolutions are not its GEMM kernels, at their own measured
+      // times (a 1x1 one is a GEMM: XLA makes it a dot).
       time.compute_seconds = model.convolutions.seconds(gemm->flops());
       compute_source = "calibration " + model.profile_file + ": convolutions";
       vector_flops = beyond_product;

@@ -118,8 +118,8 @@ class CostModel {
     std::map<std::string, WorkCurve, std::less<>> depthwise;
     // A convolution's reorders of an NCHW input in and of its output out, by their bytes.
     BandwidthCurve reorder_in, reorder_out;
-    // Spatial convolutions' kernel times by their GEMM FLOPs, less a Conv's fixed cost; empty
-    // where they run on the GEMM curve.
+    // Spatial convolutions' (kernels larger than 1x1) times by their GEMM FLOPs, less a Conv's
+    // fixed cost; empty where they run on the GEMM curve.
     WorkCurve convolutions;
   };
   // Bytes of the constants a run of `graph` reads (its weights), cached by graph.

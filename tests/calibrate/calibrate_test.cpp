@@ -77,6 +77,10 @@ TEST(Calibrate, LongProductsAreTimedInRowBlocksOfUnderAMillisecond) {
   EXPECT_EQ(gemm_row_blocks(1024, flops(1024, 1024, 1024), rate), 8);
   EXPECT_EQ(gemm_row_blocks(768, flops(768, 768, 768), rate), 4);  // 2 ms: blocks of 192 rows
   EXPECT_EQ(gemm_row_blocks(512, flops(512, 512, 512), rate), 1);  // 0.6 ms
+  // Not below 128 rows a block, however long: a transformer's 128-token product stays whole,
+  // and a slower machine's 1024^3 keeps blocks of 128.
+  EXPECT_EQ(gemm_row_blocks(128, flops(128, 3072, 768), rate), 1);
+  EXPECT_EQ(gemm_row_blocks(1024, flops(1024, 1024, 1024), rate / 4), 8);
   // Rows that do not halve, or no rate measured yet: timed whole.
   EXPECT_EQ(gemm_row_blocks(1, flops(1, 1 << 20, 1 << 20), rate), 1);
   EXPECT_EQ(gemm_row_blocks(1024, flops(1024, 1024, 1024), 0), 1);

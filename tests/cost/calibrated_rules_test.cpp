@@ -327,8 +327,13 @@ TEST(CalibratedCost, ConvolutionsTakeTheirOwnCurveWhereTheProfileHasOne) {
   const OpTime time = time_of(model, conv);
   EXPECT_NEAR(time.compute_seconds, gemm_flops / 100e9, 1e-15);
   EXPECT_NE(time.source.find("convolutions"), std::string::npos) << time.source;
-  // A depthwise convolution is not on it, nor a product.
+  // A depthwise convolution is not on it, nor a 1x1 one (a GEMM: XLA makes it a dot).
   EXPECT_EQ(time_of(model, depthwise(false)).source.find("convolutions"), std::string::npos);
+  GraphBuilder pointwise;
+  const int y = pointwise.input("y", DType::kFloat32, {1, 16, 32, 32});
+  const Graph one_by_one = pointwise.infer(
+      {pointwise.node("Conv", {y, pointwise.constant("w", DType::kFloat32, {16, 16, 1, 1})})});
+  EXPECT_EQ(time_of(model, one_by_one).source.find("convolutions"), std::string::npos);
   // Without the curve, the convolution is a GEMM of the GEMM curve.
   CalibrationProfile gemm_only = profile;
   gemm_only.conv_curve.clear();
