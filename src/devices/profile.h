@@ -48,10 +48,10 @@ struct CalibrationProfile {
     double seconds = 0;
   };
   std::map<std::string, std::vector<WorkPoint>> depthwise_curves;
-  // Spatial convolutions (not depthwise) where they are not the GEMM's kernels: times by one
-  // convolution's GEMM FLOPs, its fixed cost included, measured in chains as models have them
-  // (ResNet's 3x3 ones, MobileNets' 1x1 ones). XLA runs a 3x3 convolution through Eigen's
-  // spatial convolution, packing its image patches on every call, not through its dot kernels.
+  // Spatial convolutions (kernels larger than 1x1, not depthwise) where they are not the GEMM's
+  // kernels: times by one convolution's GEMM FLOPs, its fixed cost included, measured in chains
+  // as models have them (ResNet's 3x3 ones, tens of output rows or more). XLA runs them through
+  // Eigen's spatial convolution, packing image patches on every call, not through its dots.
   // Empty in older profiles and on the CPU backend, whose oneDNN convolutions share its GEMM
   // kernels (and whose lone NCHW timings include reorders priced apart).
   std::vector<WorkPoint> conv_curve;  // ascending FLOPs
