@@ -96,6 +96,33 @@ TEST(LowerLinalg, GemmTransposes) {
                {{"transA", int64_t{1}}, {"transB", int64_t{1}}});
 }
 
+// Constant weights stored [n, k] (transB, torch's nn.Linear) become a [k, n] parameter,
+// transposed on the host once: the plugin packs a product's weights on every run, and packing
+// them across their rows ran a 2-row product 5-6x slower.
+TEST(LowerLinalg, GemmConstantTransposedWeightsAreLaidOutOnTheHost) {
+  const OpCase linear{"Gemm",
+                      {f32({2, 96}, 1), f32({80, 96}, 2), f32({80}, 3)},
+                      {{"transB", int64_t{1}}},
+                      {false, true, true},
+                      1,
+                      1e-4,
+                      1e-4};
+  expect_matches_cpu(linear);
+  const LoweredGraph lowered = lower_graph(one_node_graph(linear));
+  ASSERT_EQ(lowered.constants.size(), 2u);  // the weights and the bias
+  EXPECT_EQ(lowered.constants[0].shape(), (Shape{96, 80}));
+  EXPECT_NE(lowered.module.find("rhs_contracting_dimensions = [0]"), std::string::npos);
+  // With A transposed too; and weights fed at run time, which the product reads as they are.
+  expect_matches_cpu({"Gemm",
+                      {f32({96, 2}, 4), f32({80, 96}, 5)},
+                      {{"transA", int64_t{1}}, {"transB", int64_t{1}}},
+                      {false, true},
+                      1,
+                      1e-4,
+                      1e-4});
+  expect_close("Gemm", {f32({2, 96}, 6), f32({80, 96}, 7)}, {{"transB", int64_t{1}}});
+}
+
 TEST(LowerLinalg, GemmAlphaBetaAndBroadcastC) {
   const Attributes scaled = {{"alpha", 0.5f}, {"beta", 2.0f}};
   expect_close("Gemm", {f32({3, 5}, 1), f32({5, 4}, 2), f32({3, 4}, 3)}, scaled);
