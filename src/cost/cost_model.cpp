@@ -688,6 +688,20 @@ double CostModel::transfer_seconds(double bytes, int from_device, int to_device)
   return path_seconds(bytes, router_->path(from_device, to_device));
 }
 
+double CostModel::host_copy_seconds(double bytes, int device, bool to_device) const {
+  const DeviceSpec& spec = cluster_.devices[device];
+  if (spec.kind == DeviceKind::kCpu &&
+      (spec.backend == BackendKind::kCpu || spec.backend == BackendKind::kNone))
+    return 0;
+  for (const LinkSpec& link : cluster_.links) {
+    const bool up = link.from == spec.id && link.to == spec.host;  // forward: to the host
+    if (!up && !(link.to == spec.id && link.from == spec.host)) continue;
+    const Figure& bandwidth = up != to_device ? link.bandwidth_forward : link.bandwidth_backward;
+    return bandwidth.known() ? link.latency.value + bytes / bandwidth.value : kInfinity;
+  }
+  return 0;  // a device with no link to a host of its own
+}
+
 double CostModel::path_seconds(double bytes, std::span<const Cluster::Hop> path) const {
   double seconds = 0;
   double latency = 0, bandwidth = kInfinity;  // of the stretch so far

@@ -77,6 +77,11 @@ class CostModel {
   // stretch's least bandwidth (path_seconds). Zero for the same device.
   double transfer_seconds(double bytes, int from_device, int to_device) const;
   double hop_seconds(double bytes, const Cluster::Hop& hop) const;
+  // Seconds to copy `bytes` between `device` and its host's memory, into the device when
+  // `to_device`: latency + bytes / bandwidth of its link to its host, in that direction. 0 for a
+  // device that computes in host memory (the CPU backend's, a CPU that only plans); a PJRT
+  // device copies, its CPU plugin included.
+  double host_copy_seconds(double bytes, int device, bool to_device) const;
   // The same for a path given (Router::path's, Cluster::path's).
   double path_seconds(double bytes, std::span<const Cluster::Hop> path) const;
   // transfer_seconds(bytes, from_device, to) for every device `to` and each of `sizes`: one

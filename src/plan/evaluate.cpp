@@ -4,8 +4,10 @@
 //   - a value crosses once to every other device its readers are on, as soon as its producer
 //     finishes; transfers between one pair of devices take its bandwidth one at a time, in the
 //     order issued, their latencies overlapping;
-//   - the graph's inputs are on every device at time 0 and its outputs stay where they are made
-//     (the caller's copies in and out are the same for every plan, so they are not charged);
+//   - the graph's inputs are in the caller's host memory at time 0: a device that keeps its own
+//     memory (a GPU, a PJRT device) copies each in over its host link when its first reader
+//     there starts, and each output it makes back out, in its own time (HostCopies); a device
+//     computing in host memory reads them where they are;
 //   - pipeline plans (stages): micro-batches flow through the stages; data-parallel plans
 //     (batch_share): each device runs the whole graph on its share of the batch.
 #include "plan/evaluate.h"
@@ -207,13 +209,15 @@ void schedule(const PlanningProblem& problem, Plan& plan, const std::vector<int>
   std::vector<double> device_free(devices, 0);
   PairTable link_free(devices);
   std::vector<double> inputs_ready(problem.node_count(), 0);
+  HostCopies host_copies(problem);
   Prediction& predicted = plan.predicted;
   for (int n : plan.order) {
     const int device = plan.device_of_node[n];
     const double start = std::max(device_free[device], inputs_ready[n]);
     const double seconds = problem.contended_seconds_for_share(
                                n, device, 1, busy_sharing(problem, device_free, device, start)) +
-                           (starts[n] ? problem.segment_overhead(device) : 0);
+                           (starts[n] ? problem.segment_overhead(device) : 0) +
+                           host_copies.charge(n, device, 1);
     const double finish = start + seconds;
     device_free[device] = finish;
     predicted.busy_seconds[device] += seconds;
@@ -256,6 +260,7 @@ void schedule_pipeline(const PlanningProblem& problem, Plan& plan,
   std::vector<int> stage_of(problem.node_count(), -1);
   std::vector<double> device_seconds(devices, 0);  // per micro-batch
   double fill = 0;
+  HostCopies host_copies(problem);  // one micro-batch's
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     Stage& stage = plan.stages[s];
     stage.seconds = 0;
@@ -263,7 +268,8 @@ void schedule_pipeline(const PlanningProblem& problem, Plan& plan,
     for (int i = stage.first_node; i <= stage.last_node; ++i) {
       stage_of[plan.order[i]] = static_cast<int>(s);
       stage.seconds +=
-          problem.contended_seconds_for_share(plan.order[i], stage.device, fraction, sharing);
+          problem.contended_seconds_for_share(plan.order[i], stage.device, fraction, sharing) +
+          host_copies.charge(plan.order[i], stage.device, fraction);
     }
     device_seconds[stage.device] += stage.seconds;
     fill += stage.seconds;
@@ -331,8 +337,10 @@ void schedule_data_parallel(const PlanningProblem& problem, Plan& plan) {
         same->sharing.cores == sharing.cores) {
       seconds = same->seconds;
     } else {
+      HostCopies host_copies(problem);
       for (int n = 0; n < problem.node_count(); ++n)
-        seconds += problem.contended_seconds_for_share(n, d, share, sharing);
+        seconds += problem.contended_seconds_for_share(n, d, share, sharing) +
+                   host_copies.charge(n, d, share);
       seconds += problem.segment_overhead(d);  // its replica is one segment
       if (same) *same = {share, sharing, seconds};
     }

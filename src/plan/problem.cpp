@@ -162,7 +162,13 @@ PlanningProblem::PlanningProblem(const Graph& graph, const Cluster& cluster, con
     for (const auto& [producer, bytes] : predecessors_[n])
       successors_[producer].push_back({n, bytes});
   }
-  for (int id : graph.inputs) input_bytes_ += type_bytes(graph.values[id].type);
+  graph_inputs_read_.assign(nodes, {});
+  for (int n = 0; n < nodes; ++n) {
+    for (int id : graph.values_read(graph.nodes[n])) {
+      if (std::find(graph.inputs.begin(), graph.inputs.end(), id) != graph.inputs.end())
+        graph_inputs_read_[n].push_back({id, type_bytes(graph.values[id].type)});
+    }
+  }
   final_output_bytes_.assign(nodes, 0);
   for (int id : graph.outputs) {
     const int producer = graph.values[id].producer;
@@ -204,6 +210,7 @@ PlanningProblem::PlanningProblem(const Cluster& cluster, const CostModel& cost,
   }
   predecessors_.assign(nodes, {});
   values_out_.assign(nodes, {});
+  graph_inputs_read_.assign(nodes, {});
   final_output_bytes_.assign(nodes, 0);
   for (int n = 0; n < nodes; ++n) {
     if (successors_[n].empty()) final_output_bytes_[n] = output_bytes_[n];
@@ -291,6 +298,16 @@ void PlanningProblem::validate_runnable() const {
 
 void PlanningProblem::build_transfers_and_paths() {
   const int devices = device_count();
+  host_lines_.assign(2 * static_cast<size_t>(devices), {});
+  for (int d = 0; d < devices; ++d) {
+    for (bool in : {false, true}) {
+      const double latency = cost_.host_copy_seconds(0, d, in);
+      constexpr double kProbe = 1 << 30;  // bytes: a probe far from the latency's rounding
+      const double slope = (cost_.host_copy_seconds(kProbe, d, in) - latency) / kProbe;
+      host_lines_[2 * static_cast<size_t>(d) + in] = {
+          latency, latency < kInfinity ? slope : kInfinity};  // no bandwidth: cannot copy
+    }
+  }
   transfer_rows_.assign(devices, {});
   transfer_row_once_ = std::make_unique<std::once_flag[]>(devices);
   build_device_classes();
@@ -372,13 +389,31 @@ void PlanningProblem::build_single_device_figures() {
   for (int d = 0; d < devices; ++d) {
     const Figure& run_overhead = cluster().devices[d].figures.run_overhead;
     run_overheads_.push_back(run_overhead.known() ? run_overhead.value : 0);
-    for (int n = 0; n < node_count(); ++n) single_seconds_[d] += seconds_[n][d];
+    HostCopies copies(*this);
+    for (int n = 0; n < node_count(); ++n)
+      single_seconds_[d] += seconds_[n][d] + copies.charge(n, d, 1);
     single_memory_[d] = memory;
     if (single_seconds_[d] < kInfinity && memory <= memory_capacity(d) &&
         (best_single_ < 0 || single_seconds_[d] < single_seconds_[best_single_])) {
       best_single_ = d;
     }
   }
+}
+
+double HostCopies::charge(int node, int device, double fraction, int piece) {
+  double seconds = 0;
+  const int devices = problem_.device_count();
+  for (const auto& [value, bytes] : problem_.graph_inputs_read(node)) {
+    const uint64_t key =
+        (static_cast<uint64_t>(piece) * devices + device) * (uint64_t{1} << 32) + value;
+    if (copied_.insert(key).second)
+      seconds += problem_.host_copy_seconds(bytes * fraction, device, true);
+  }
+  // Graph outputs only: a synthetic problem's sinks are not the caller's.
+  if (problem_.graph())
+    seconds +=
+        problem_.host_copy_seconds(problem_.final_output_bytes(node) * fraction, device, false);
+  return seconds;
 }
 
 double PlanningProblem::memory_capacity(int device) const {

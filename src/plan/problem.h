@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "cost/cost_model.h"
@@ -46,6 +47,25 @@ struct PlanOptions {
 };
 
 inline constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+class PlanningProblem;
+
+// The copies of one run between the caller's host memory and the devices that keep their own
+// (a GPU's, a PJRT device's): every graph input once to each such device that reads it, when its
+// first reader there starts, and every graph output back from its producer, as a segment's
+// run does them; charged to the device's time. `piece` tells apart the micro-batches and
+// data-parallel replicas, each of which copies its own part of the batch.
+class HostCopies {
+ public:
+  explicit HostCopies(const PlanningProblem& problem) : problem_(problem) {}
+  // Seconds `node` spends on `device` copying the inputs it is the first there to read and the
+  // outputs it writes, for `fraction` of the batch.
+  double charge(int node, int device, double fraction, int piece = 0);
+
+ private:
+  const PlanningProblem& problem_;
+  std::unordered_set<uint64_t> copied_;  // (piece, device, value)
+};
 
 // What no plan can beat, for each objective (lower_bounds in plan/evaluate.h).
 struct LowerBounds {
@@ -107,9 +127,18 @@ class PlanningProblem {
     const TransferRow& row = transfer_row(from);
     return row.latency[to] + bytes / row.bandwidth[to];
   }
-  // Bytes and seconds to get the graph's inputs onto a device, and its outputs off it, from
-  // and to the host of the first device (where the caller's data lives).
-  double input_bytes() const { return input_bytes_; }
+  // The graph's inputs `node` reads, as (value id, bytes); empty for synthetic problems.
+  const std::vector<std::pair<int, double>>& graph_inputs_read(int node) const {
+    return graph_inputs_read_[node];
+  }
+  // Seconds to copy `bytes` between `device` and its host's memory, where the caller's inputs
+  // are and its outputs go (CostModel::host_copy_seconds): 0 for a device computing in host
+  // memory.
+  double host_copy_seconds(double bytes, int device, bool to_device) const {
+    if (bytes <= 0) return 0;
+    const HostLine& line = host_lines_[2 * static_cast<size_t>(device) + to_device];
+    return line.latency + bytes * line.seconds_per_byte;
+  }
 
   // A value a node writes and the later nodes that read it: it crosses once to every other
   // device its readers are on. Synthetic problems have one value per edge (value id -1).
@@ -202,7 +231,12 @@ class PlanningProblem {
   std::vector<std::vector<double>> seconds_;
   std::vector<std::vector<std::pair<int, double>>> successors_, predecessors_;
   std::vector<double> weight_bytes_, output_bytes_, final_output_bytes_;
-  double input_bytes_ = 0;
+  std::vector<std::vector<std::pair<int, double>>> graph_inputs_read_;
+  // Per device and direction (out, in): host_copy_seconds as a line, from the cost model's.
+  struct HostLine {
+    double latency = 0, seconds_per_byte = 0;
+  };
+  std::vector<HostLine> host_lines_;
   // Filled a row at a time as pairs are asked for (const methods: once per row, thread-safe).
   mutable std::vector<TransferRow> transfer_rows_;
   mutable std::unique_ptr<std::once_flag[]> transfer_row_once_;

@@ -64,9 +64,11 @@ std::vector<SegmentCheck> check_segments(const Plan& plan, const PlanningProblem
     for (const auto& [run, total] : per_run) seconds.push_back(total);
     check.measured_seconds = median(seconds);
     const PlanningProblem::Sharing sharing = steady_sharing(problem, plan, device);
+    HostCopies host_copies(problem);  // a segment's run copies its inputs in and outputs out
     for (int n : nodes)
       check.predicted_seconds +=
-          pieces * problem.contended_seconds_for_share(n, device, fraction, sharing);
+          pieces * (problem.contended_seconds_for_share(n, device, fraction, sharing) +
+                    host_copies.charge(n, device, fraction));
     checks.push_back(std::move(check));
   }
   return checks;

@@ -164,6 +164,7 @@ class Simulation {
         options_(options),
         replicas_(std::max(options.replicas, 1)),
         devices_(problem.device_count()),
+        host_copies_(problem),
         links_(problem.cluster(), replicas_) {
     const std::vector<int> order = checked_order(problem, plan);
     if (!plan.batch_share.empty()) {
@@ -417,7 +418,8 @@ class Simulation {
     allocate(sd, problem_.output_bytes(node) * lanes_[k].fraction);
     const double seconds =
         problem_.contended_seconds_for_share(node, device, lanes_[k].fraction, sharing) +
-        (segment_starts_[node] ? problem_.segment_overhead(device) : 0);
+        (segment_starts_[node] ? problem_.segment_overhead(device) : 0) +
+        host_copies_.charge(node, device, lanes_[k].fraction, instance);
     if (options_.record_timeline) {
       result_.timeline.spans.push_back(
           {sd, node_label(problem_, node), "compute", now_, seconds, pipelined_ ? k : -1, 0});
@@ -646,6 +648,7 @@ class Simulation {
   std::vector<Layout> layouts_;
   std::vector<Lane> lanes_;
   std::vector<char> segment_starts_;  // per node: the first of its segment (evaluate.h)
+  HostCopies host_copies_;            // per micro-batch or replica (instance)
   std::vector<std::vector<DeviceLane>> lanes_on_device_;  // per device of the plan's cluster
   // Per instance (replica, lane) and node: reads still missing, references to its outputs.
   std::vector<int32_t> remaining_, refs_;

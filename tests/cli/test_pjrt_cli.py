@@ -110,8 +110,8 @@ class RunOnPjrt(unittest.TestCase):
     def test_plugin_found_without_environment(self):
         # No plugin: in the cluster file and no $TANDEM_PJRT_PLUGIN: the CPU plugin that setup
         # installed in .venv is found where a Python installation keeps it.
-        result = tandem("run", *model_args("mlp"), "--cluster", cluster(), "--iterations", "1",
-                        "--json", plugin=False)
+        result = tandem("run", *model_args("mlp"), "--cluster", cluster(), "--strategy",
+                        "single:pjrt0", "--iterations", "1", "--json", plugin=False)
         self.assertEqual(result.returncode, 0, result.stderr)
         plugins = json.loads(result.stdout)["plan"]["compiled"]
         self.assertTrue(plugins and plugins[0]["plugin"].endswith("xla_cpu_pjrt.so"), plugins)

@@ -72,7 +72,80 @@ TEST(Problem, EdgesCarryTheValuesBytes) {
   ASSERT_EQ(problem.predecessors(node_of(graph, "Add")).size(), 2u);  // Exp, Neg
   ASSERT_EQ(problem.values_out(relu).size(), 1u);
   EXPECT_EQ(problem.values_out(relu)[0].readers.size(), 2u);
-  EXPECT_DOUBLE_EQ(problem.input_bytes(), 64 * 256 * 4);
+  ASSERT_EQ(problem.graph_inputs_read(relu).size(), 1u);  // x
+  EXPECT_DOUBLE_EQ(problem.graph_inputs_read(relu)[0].second, 64 * 256 * 4);
+  EXPECT_TRUE(problem.graph_inputs_read(node_of(graph, "Exp")).empty());
+}
+
+// The caller's inputs start in host memory: a device with memory of its own copies each in once
+// per run (at its first reader there) and each output it makes back out; a CPU reads them
+// where they are. Micro-batches and replicas copy their own part.
+TEST(Problem, HostCopiesChargeEachInputOnceAndEveryOutputOnDevicesWithTheirOwnMemory) {
+  const Graph graph = small_graph();
+  const CostModel cost(compute_cluster());
+  const PlanningProblem problem(graph, cost.cluster(), cost, {});
+  const double x_bytes = 64 * 256 * 4;
+  const double in = cost.host_copy_seconds(x_bytes, kGpu, true);
+  EXPECT_GT(in, x_bytes / 1e12);  // PCIe, not free
+  EXPECT_EQ(cost.host_copy_seconds(x_bytes, kCpu, true), 0);
+
+  const int nonzero = node_of(graph, "NonZero");  // a graph output too
+  const auto out = [&](int node, int device) {
+    return cost.host_copy_seconds(problem.final_output_bytes(node), device, false);
+  };
+  HostCopies copies(problem);
+  EXPECT_NEAR(copies.charge(node_of(graph, "Relu"), kGpu, 1), in, 1e-15);
+  EXPECT_NEAR(copies.charge(nonzero, kGpu, 1), out(nonzero, kGpu), 1e-15);  // x is there already
+  EXPECT_NEAR(copies.charge(nonzero, kV5e, 1),
+              cost.host_copy_seconds(x_bytes, kV5e, true) + out(nonzero, kV5e), 1e-15);
+  EXPECT_EQ(copies.charge(node_of(graph, "Relu"), kCpu, 1), 0);
+  EXPECT_EQ(copies.charge(node_of(graph, "Exp"), kGpu, 1), 0);  // reads no input, makes none
+  EXPECT_NEAR(copies.charge(node_of(graph, "Add"), kGpu, 1),
+              cost.host_copy_seconds(x_bytes, kGpu, false), 1e-15);
+  EXPECT_NEAR(copies.charge(node_of(graph, "Relu"), kGpu, 0.5, 1),
+              cost.host_copy_seconds(x_bytes / 2, kGpu, true), 1e-15);
+}
+
+// A plan on a device with its own memory takes the copies on top of its work, a data-parallel
+// replica the copies of its share; a CPU's replica none. The simulator agrees with the evaluator.
+TEST(Problem, PlansOnADeviceWithItsOwnMemoryPayTheHostCopies) {
+  const Graph graph = small_graph();
+  const CostModel cost(compute_cluster());
+  const PlanningProblem problem(graph, cost.cluster(), cost, {});
+  const int add = node_of(graph, "Add"), nonzero = node_of(graph, "NonZero");
+  const auto copies = [&](int device, double fraction) {
+    return problem.host_copy_seconds(64 * 256 * 4 * fraction, device, true) +
+           problem.host_copy_seconds(problem.final_output_bytes(add) * fraction, device, false) +
+           problem.host_copy_seconds(problem.final_output_bytes(nonzero) * fraction, device, false);
+  };
+  double work = 0;
+  for (int n = 0; n < problem.node_count(); ++n) work += problem.seconds(n, kGpu);
+  EXPECT_GT(copies(kGpu, 1), 0);
+  EXPECT_NEAR(problem.single_device_seconds(kGpu), work + copies(kGpu, 1), 1e-15);
+
+  Plan plan;
+  plan.device_of_node.assign(problem.node_count(), kGpu);
+  for (int n = 0; n < problem.node_count(); ++n) plan.order.push_back(n);
+  evaluate_plan(problem, plan);
+  EXPECT_NEAR(plan.predicted.busy_seconds[kGpu],
+              work + problem.segment_overhead(kGpu) + copies(kGpu, 1), 1e-15);
+  EXPECT_NEAR(simulate(problem, plan).latency_seconds, plan.predicted.latency_seconds,
+              1e-9 + 1e-6 * plan.predicted.latency_seconds);
+
+  Plan halves = plan;
+  halves.batch_share.assign(problem.device_count(), 0);
+  halves.batch_share[kGpu] = halves.batch_share[kCpu] = 0.5;
+  evaluate_plan(problem, halves);
+  double gpu_half = problem.segment_overhead(kGpu) + copies(kGpu, 0.5);
+  double cpu_half = problem.segment_overhead(kCpu);
+  for (int n = 0; n < problem.node_count(); ++n) {
+    gpu_half += problem.seconds_for_share(n, kGpu, 0.5);
+    cpu_half += problem.seconds_for_share(n, kCpu, 0.5);
+  }
+  EXPECT_NEAR(halves.predicted.busy_seconds[kGpu], gpu_half, 1e-15);
+  EXPECT_NEAR(halves.predicted.busy_seconds[kCpu], cpu_half, 1e-15);
+  EXPECT_NEAR(simulate(problem, halves).latency_seconds, halves.predicted.latency_seconds,
+              1e-9 + 1e-6 * halves.predicted.latency_seconds);
 }
 
 TEST(Problem, TransferCacheMatchesTheCostModel) {
