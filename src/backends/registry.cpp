@@ -57,6 +57,13 @@ std::string cuda_refusal(const DeviceSpec&, const Node& node, const Graph& graph
 std::string cuda_refusal(const DeviceSpec&, const Node&, const Graph&) { return ""; }
 #endif
 
+std::optional<LoweredProduct> pjrt_product(const DeviceSpec&, const Node& node,
+                                           const Graph& graph) {
+  const std::optional<pjrt::LoweredMatrixProduct> product = pjrt::lowered_product(node, graph);
+  if (!product) return std::nullopt;
+  return LoweredProduct{product->m, product->n, product->k, product->built_bytes};
+}
+
 std::string none_missing() {
   return "backend: none is for simulation only (tandem plan, tandem simulate); tandem run needs "
          "a backend for every device of the cluster";
@@ -66,24 +73,33 @@ std::string none_refusal(const DeviceSpec& device, const Node& node, const Graph
   return device.kind == DeviceKind::kTpu ? pjrt_refusal(device, node, graph) : "";
 }
 
+std::optional<LoweredProduct> none_product(const DeviceSpec& device, const Node& node,
+                                           const Graph& graph) {
+  if (device.kind != DeviceKind::kTpu) return std::nullopt;
+  return pjrt_product(device, node, graph);
+}
+
 const Backend kBackends[] = {
     {BackendKind::kCpu, "cpu", true, &present, &cpu_refusal, &cpu::make_devices, nullptr,
-     &cpu::activation_layouts},
+     &cpu::activation_layouts, nullptr},
 #ifdef TANDEM_WITH_PJRT
     {BackendKind::kPjrt, "pjrt", false, &pjrt_missing, &pjrt_refusal, &pjrt::make_devices,
-     &pjrt::calibration_target, nullptr},
+     &pjrt::calibration_target, nullptr, &pjrt_product},
 #else
-    {BackendKind::kPjrt, "pjrt", false, &pjrt_missing, &pjrt_refusal, nullptr, nullptr, nullptr},
+    {BackendKind::kPjrt, "pjrt", false, &pjrt_missing, &pjrt_refusal, nullptr, nullptr, nullptr,
+     &pjrt_product},
 #endif
 #ifdef TANDEM_WITH_CUDA
     {BackendKind::kCuda, "cuda", true, &cuda_missing, &cuda_refusal, &cuda::make_devices,
-     &cuda::calibration_target, nullptr},
+     &cuda::calibration_target, nullptr, nullptr},
 #else
-    {BackendKind::kCuda, "cuda", true, &cuda_missing, &cuda_refusal, nullptr, nullptr, nullptr},
+    {BackendKind::kCuda, "cuda", true, &cuda_missing, &cuda_refusal, nullptr, nullptr, nullptr,
+     nullptr},
 #endif
-    // Planned as the CPU backend runs a graph (a CPU profile's curves are the CPU's).
+    // Planned as the CPU backend runs a graph (a CPU profile's curves are the CPU's), a TPU as
+    // PJRT compiles it.
     {BackendKind::kNone, "none", false, &none_missing, &none_refusal, nullptr, nullptr,
-     &cpu::activation_layouts},
+     &cpu::activation_layouts, &none_product},
 };
 
 // An eager backend runs views and control flow in the graph executor; a subgraph's nodes run
@@ -121,6 +137,12 @@ const Backend* find_backend(std::string_view name) {
     if (name == backend.name) return &backend;
   }
   return nullptr;
+}
+
+std::optional<LoweredProduct> lowered_product(const DeviceSpec& device, const Node& node,
+                                              const Graph& graph) {
+  const Backend& backend = backend_of(device.backend);
+  return backend.lowered_product ? backend.lowered_product(device, node, graph) : std::nullopt;
 }
 
 std::string cannot_run_reason(const DeviceSpec& device, const Node& node, const Graph& graph) {

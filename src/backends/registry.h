@@ -5,6 +5,7 @@
 // node where its backend would refuse it; the runtime gets its devices from `make_devices`.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -23,6 +24,13 @@ struct CalibrationTarget {
   double memory_bytes = 0;  // 0 when the backend cannot tell
   // Seconds to copy `bytes` to the device and back.
   std::function<double(size_t bytes)> round_trip;
+};
+
+// A matrix product a backend runs an op as, though the op is not one: [m, k] by [k, n], and the
+// bytes of the operand it builds for it, written and read once.
+struct LoweredProduct {
+  int64_t m = 1, n = 1, k = 1;
+  double built_bytes = 0;
 };
 
 struct Backend {
@@ -45,6 +53,11 @@ struct Backend {
   // The layout each node's kernel reads and writes activations in (node order), where the
   // backend chooses one; null where it keeps the ONNX layout throughout.
   std::vector<ActivationLayout> (*activation_layouts)(const Graph& graph);
+  // The product `device` runs `node` as where its kernel is one though the op is not (PJRT's
+  // EmbeddingBag), for the cost model to price; null, or nullopt for a node, where the op's own
+  // cost says what runs.
+  std::optional<LoweredProduct> (*lowered_product)(const DeviceSpec& device, const Node& node,
+                                                   const Graph& graph);
 };
 
 std::span<const Backend> backends();
@@ -59,6 +72,11 @@ std::string cannot_run_reason(const DeviceSpec& device, const Node& node, const 
 inline bool can_run(const DeviceSpec& device, const Node& node, const Graph& graph) {
   return cannot_run_reason(device, node, graph).empty();
 }
+
+// The product `device`'s backend runs `node` as (Backend::lowered_product); nullopt where it
+// runs the op's own work.
+std::optional<LoweredProduct> lowered_product(const DeviceSpec& device, const Node& node,
+                                              const Graph& graph);
 
 // One device per cluster device, in the cluster's order. A device whose backend this build
 // lacks (or `backend: none`), or that cannot start, is refused with InputError naming the

@@ -523,7 +523,16 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
   OpTime time;
   std::string compute_source;
   double vector_flops = node.cost.flops;
-  const auto gemm = matrix_dtype(dtype) ? gemm_shape(node, graph) : std::nullopt;
+  auto gemm = matrix_dtype(dtype) ? gemm_shape(node, graph) : std::nullopt;
+  // An op the backend runs as a matrix product (XLA's EmbeddingBag): that product, and the
+  // operand it builds for it written and read once.
+  double built_bytes = 0;
+  if (!gemm && matrix_dtype(dtype)) {
+    if (const auto product = lowered_product(spec, node, graph)) {
+      gemm = GemmShape{1, product->m, product->n, product->k};
+      built_bytes = 2 * product->built_bytes;
+    }
+  }
   if (gemm) {
     const Rate rate = matrix_rate(spec.kind, figures, precision, options_.tf32);
     // What the IR counts beyond the product: bias, fused activation and residual.
@@ -593,7 +602,7 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
   constant_bytes = std::min(constant_bytes, node.cost.bytes);
   // A device that runs programs (a step overhead: XLA through PJRT) fuses a chain of
   // elementwise ops into one loop: the values between them never reach memory.
-  double moved_bytes = node.cost.bytes;
+  double moved_bytes = node.cost.bytes + built_bytes;
   if (figures.step_overhead.known())
     moved_bytes -= std::min(bytes_inside_loops(node, graph), moved_bytes - constant_bytes);
   if (model.bandwidth.measured()) {

@@ -214,6 +214,31 @@ TEST(CostModel, CompiledDevicesMoveOnlyTheEndsOfElementwiseChains) {
   EXPECT_NEAR(memory_bytes(eager, 2), 3 * kBytes, 1);
 }
 
+// XLA runs an EmbeddingBag as its [bags, indices] membership matrix times the looked-up rows
+// (the PJRT lowering): a TPU, planned as PJRT compiles it, pays that product's compute and the
+// membership matrix written and read; a CPU pays the lookup's own work.
+TEST(CostModel, CompiledDevicesPriceAnEmbeddingBagAsTheProductTheyRunItAs) {
+  constexpr int64_t kBags = 128, kIndices = 800, kWidth = 64;
+  GraphBuilder builder;
+  const int table = builder.input("table", DType::kFloat32, {1000, kWidth});
+  const int indices = builder.input("indices", DType::kInt64, {kIndices});
+  const int starts = builder.input("starts", DType::kInt64, {kBags});
+  const int ends = builder.input("ends", DType::kInt64, {kBags});
+  const Graph bag = builder.infer({builder.node("EmbeddingBag", {table, indices, starts, ends},
+                                                {{"bags", kBags}, {"mode", std::string("sum")}})});
+  const CostModel model(compute_cluster());
+  const Graph product = matmul(DType::kFloat32, kBags, kIndices, kWidth);
+  EXPECT_DOUBLE_EQ(time_of(model, bag, kV5e).compute_seconds,
+                   time_of(model, product, kV5e).compute_seconds);
+  const double membership = 4.0 * kBags * kIndices;
+  EXPECT_NEAR(
+      time_of(model, bag, kV5e).memory_seconds,
+      (bag.nodes[0].cost.bytes + 2 * membership) / model.figures(kV5e).memory_bandwidth.value,
+      1e-15);
+  EXPECT_LT(time_of(model, bag, kCpu).compute_seconds,
+            time_of(model, product, kCpu).compute_seconds / 10);
+}
+
 TEST(CostModel, ViewsCostNothing) {
   GraphBuilder builder;
   const int x = builder.input("x", DType::kFloat32, {64, 64});

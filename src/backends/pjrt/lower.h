@@ -1,5 +1,6 @@
 #pragma once
 // Lowers a static-shape graph (a plan segment, or one node) to one StableHLO function.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,15 @@ std::string lowering_refusal(const Node& node, const Graph& graph);
 // depends on data, no lowering, a refused attribute; a TPU (`tpu`) also has no float64.
 // Prefixed "TPU: " or "PJRT: "; empty when it can.
 std::string compiled_refusal(const Node& node, const Graph& graph, bool tpu);
+
+// A matrix product the lowering makes of an op that is not one: [m, k] by [k, n], and the bytes
+// of the operand it builds for it. EmbeddingBag's: its [bags, indices] membership matrix times
+// the looked-up rows. nullopt for every other node.
+struct LoweredMatrixProduct {
+  int64_t m = 1, n = 1, k = 1;
+  double built_bytes = 0;
+};
+std::optional<LoweredMatrixProduct> lowered_product(const Node& node, const Graph& graph);
 
 // Every op type with a lowering rule, sorted.
 std::vector<std::string> lowered_op_types();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "backends/pjrt/lower.h"
 #include "backends/pjrt/lower_rules.h"
 #include "ir/op_schema.h"
 #include "ir/ops/tensor_layout.h"
@@ -526,6 +527,24 @@ void lower_embedding_bag(LowerContext& context, const Node& node) {
 }
 
 }  // namespace
+
+std::optional<LoweredMatrixProduct> lowered_product(const Node& node, const Graph& graph) {
+  if (node.op_type != "EmbeddingBag" || !node.domain.empty() || node.inputs.size() < 2 ||
+      node.outputs.empty() || node.inputs[0] < 0 || node.inputs[1] < 0 || node.outputs[0] < 0)
+    return std::nullopt;
+  const TensorType& table = graph.values[static_cast<size_t>(node.inputs[0])].type;
+  const TensorType& indices = graph.values[static_cast<size_t>(node.inputs[1])].type;
+  const TensorType& out = graph.values[static_cast<size_t>(node.outputs[0])].type;
+  if (!is_static(table.shape) || !is_static(indices.shape) || !is_static(out.shape) ||
+      table.shape.empty() || indices.shape.empty() || out.shape.empty())
+    return std::nullopt;
+  const int64_t rows = table.shape[0];
+  const int64_t width = rows > 0 ? numel(table.shape) / rows : 0;
+  const int64_t bags = out.shape[0], length = indices.shape[0];
+  return LoweredMatrixProduct{bags, width, length,
+                              static_cast<double>(bags) * static_cast<double>(length) *
+                                  static_cast<double>(dtype_size(table.dtype))};
+}
 
 void add_tensor_rules(RuleTable& rules) {
   for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}) rules[op] = lower_reshape;
