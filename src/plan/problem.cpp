@@ -163,10 +163,11 @@ PlanningProblem::PlanningProblem(const Graph& graph, const Cluster& cluster, con
       successors_[producer].push_back({n, bytes});
   }
   graph_inputs_read_.assign(nodes, {});
+  std::vector<char> is_input(graph.values.size(), 0);
+  for (int id : graph.inputs) is_input[id] = 1;
   for (int n = 0; n < nodes; ++n) {
     for (int id : graph.values_read(graph.nodes[n])) {
-      if (std::find(graph.inputs.begin(), graph.inputs.end(), id) != graph.inputs.end())
-        graph_inputs_read_[n].push_back({id, type_bytes(graph.values[id].type)});
+      if (is_input[id]) graph_inputs_read_[n].push_back({id, type_bytes(graph.values[id].type)});
     }
   }
   final_output_bytes_.assign(nodes, 0);
