@@ -217,6 +217,23 @@ void CostModel::build_indices() {
     host_memory_bandwidth_[host.id] =
         curve.measured() ? curve.main_memory_rate() : profile.figures.memory_bandwidth.value;
   }
+  // Each device's link to its host, found once (a cluster may have thousands of devices).
+  std::map<std::pair<std::string_view, std::string_view>, int> link_between;
+  for (size_t l = 0; l < cluster_.links.size(); ++l) {
+    const LinkSpec& link = cluster_.links[l];
+    link_between.emplace(std::pair<std::string_view, std::string_view>{link.from, link.to},
+                         static_cast<int>(l));
+  }
+  host_link_.assign(cluster_.devices.size(), {-1, false});
+  for (size_t d = 0; d < cluster_.devices.size(); ++d) {
+    const DeviceSpec& spec = cluster_.devices[d];
+    if (const auto up = link_between.find({spec.id, spec.host}); up != link_between.end()) {
+      host_link_[d] = {up->second, true};
+    } else if (const auto down = link_between.find({spec.host, spec.id});
+               down != link_between.end()) {
+      host_link_[d] = {down->second, false};
+    }
+  }
   to_switch_.assign(2 * cluster_.links.size(), false);
   for (size_t l = 0; l < cluster_.links.size(); ++l) {
     to_switch_[2 * l] = switches.count(cluster_.links[l].from) > 0;
@@ -702,13 +719,11 @@ double CostModel::host_copy_seconds(double bytes, int device, bool to_device) co
   if (spec.kind == DeviceKind::kCpu &&
       (spec.backend == BackendKind::kCpu || spec.backend == BackendKind::kNone))
     return 0;
-  for (const LinkSpec& link : cluster_.links) {
-    const bool up = link.from == spec.id && link.to == spec.host;  // forward: to the host
-    if (!up && !(link.to == spec.id && link.from == spec.host)) continue;
-    const Figure& bandwidth = up != to_device ? link.bandwidth_forward : link.bandwidth_backward;
-    return bandwidth.known() ? link.latency.value + bytes / bandwidth.value : kInfinity;
-  }
-  return 0;  // a device with no link to a host of its own
+  const auto [index, up] = host_link_[device];  // up: the link's forward is to the host
+  if (index < 0) return 0;                      // a device with no link to a host of its own
+  const LinkSpec& link = cluster_.links[static_cast<size_t>(index)];
+  const Figure& bandwidth = up != to_device ? link.bandwidth_forward : link.bandwidth_backward;
+  return bandwidth.known() ? link.latency.value + bytes / bandwidth.value : kInfinity;
 }
 
 double CostModel::path_seconds(double bytes, std::span<const Cluster::Hop> path) const {

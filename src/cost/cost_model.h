@@ -153,6 +153,8 @@ class CostModel {
   std::vector<DeviceModel> devices_;
   std::optional<Router> router_;
   std::vector<bool> to_switch_;  // per link and direction (2 * link + forward)
+  // Per device: its link to its host (-1: none), and whether the link's forward is to the host.
+  std::vector<std::pair<int, bool>> host_link_;
   std::vector<int> cost_twin_;
   std::map<std::string, double, std::less<>> host_memory_bandwidth_;  // from hosts' profiles
   struct WeightBytes {
