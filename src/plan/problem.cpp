@@ -299,16 +299,6 @@ void PlanningProblem::validate_runnable() const {
 
 void PlanningProblem::build_transfers_and_paths() {
   const int devices = device_count();
-  host_lines_.assign(2 * static_cast<size_t>(devices), {});
-  for (int d = 0; d < devices; ++d) {
-    for (bool in : {false, true}) {
-      const double latency = cost_.host_copy_seconds(0, d, in);
-      constexpr double kProbe = 1 << 30;  // bytes: a probe far from the latency's rounding
-      const double slope = (cost_.host_copy_seconds(kProbe, d, in) - latency) / kProbe;
-      host_lines_[2 * static_cast<size_t>(d) + in] = {
-          latency, latency < kInfinity ? slope : kInfinity};  // no bandwidth: cannot copy
-    }
-  }
   transfer_rows_.assign(devices, {});
   transfer_row_once_ = std::make_unique<std::once_flag[]>(devices);
   build_device_classes();

@@ -135,9 +135,7 @@ class PlanningProblem {
   // are and its outputs go (CostModel::host_copy_seconds): 0 for a device computing in host
   // memory.
   double host_copy_seconds(double bytes, int device, bool to_device) const {
-    if (bytes <= 0) return 0;
-    const HostLine& line = host_lines_[2 * static_cast<size_t>(device) + to_device];
-    return line.latency + bytes * line.seconds_per_byte;
+    return bytes > 0 ? cost_.host_copy_seconds(bytes, device, to_device) : 0;
   }
 
   // A value a node writes and the later nodes that read it: it crosses once to every other
@@ -232,11 +230,6 @@ class PlanningProblem {
   std::vector<std::vector<std::pair<int, double>>> successors_, predecessors_;
   std::vector<double> weight_bytes_, output_bytes_, final_output_bytes_;
   std::vector<std::vector<std::pair<int, double>>> graph_inputs_read_;
-  // Per device and direction (out, in): host_copy_seconds as a line, from the cost model's.
-  struct HostLine {
-    double latency = 0, seconds_per_byte = 0;
-  };
-  std::vector<HostLine> host_lines_;
   // Filled a row at a time as pairs are asked for (const methods: once per row, thread-safe).
   mutable std::vector<TransferRow> transfer_rows_;
   mutable std::unique_ptr<std::once_flag[]> transfer_row_once_;
