@@ -12,6 +12,7 @@
 #include "cost/cost_model.h"
 #include "devices/cluster.h"
 #include "ir/error.h"
+#include "ir/shape.h"
 #include "onnx/importer.h"
 #include "runtime/constant_folding.h"
 
@@ -78,6 +79,9 @@ nlohmann::json predict(const Arguments& arguments) {
         {{"node", node.name},
          {"layout", depthwise_layout_key(layout.input_channels_last, layout.output_channels_last)},
          {"op_type", node.op_type},
+         {"output_shape", node.outputs.empty() || node.outputs[0] < 0
+                              ? std::string()
+                              : shape_str(graph.values[node.outputs[0]].type.shape)},
          {"seconds", time.seconds},
          {"compute_seconds", time.compute_seconds},
          {"memory_seconds", time.memory_seconds},

@@ -5,10 +5,13 @@ from a calibration profile, over the fused graph `tandem run` runs) is set besid
 median of `tandem run --json`; per op type, beside `tandem run --profile --json`. Two profiles:
 one calibrated WITHOUT --model (micro-benchmarks only: the honest prediction), and one with
 every zoo model's ops timed (--model: per-op history, which should come close by construction).
-Prints median and p90 relative error (|predicted - measured| / measured) and writes JSON.
+Prints median and p90 relative error (|predicted - measured| / measured) and writes JSON. With
+--baseline-profile, each model is also priced on another profile (the same one less a rule,
+say), beside the same measurements.
 
 Usage: .venv/bin/python bench/predict_vs_measure.py [--threads 2] [--iterations 50]
-           [--rounds 3] [--models a,b] [--profile FILE] [--history-profile FILE] [--markdown]
+           [--rounds 3] [--models a,b] [--profile FILE] [--history-profile FILE]
+           [--baseline-profile FILE] [--markdown]
 
 The measured time of a model is the median over rounds of each round's median: models take
 turns, so a burst of load from other processes hits one round rather than one model.
@@ -113,6 +116,8 @@ def main():
     parser.add_argument("--models", default="", help="comma-separated subset")
     parser.add_argument("--profile", default="", help="reuse a profile made without --model")
     parser.add_argument("--history-profile", default="", help="reuse a profile made with --model")
+    parser.add_argument("--baseline-profile", default="",
+                        help="also price each model on this profile, beside the same measurements")
     parser.add_argument("--json", default=os.path.join(REPO, "bench", "predict_vs_measure.json"))
     parser.add_argument("--markdown", action="store_true", help="also print markdown tables")
     args = parser.parse_args()
@@ -172,6 +177,12 @@ def main():
                "bounds": predicted["bounds"]}
         row["error"] = relative_error(row["predicted_ms"], measured_ms)
         row["history_error"] = relative_error(row["history_ms"], measured_ms)
+        if args.baseline_profile:
+            baseline = predict(args.predict, args.zoo, entry, args.baseline_profile)
+            row["baseline_ms"] = baseline["total_seconds"] * 1e3
+            row["baseline_error"] = relative_error(row["baseline_ms"], measured_ms)
+            print(f"{'':24} baseline profile {row['baseline_ms']:10.4f} "
+                  f"{row['baseline_error']:7.1%}", flush=True)
         rows.append(row)
         print(f"{row['model']:24} {measured_ms:11.4f} {row['predicted_ms']:10.4f} "
               f"{row['error']:7.1%} {row['history_ms']:10.4f} {row['history_error']:7.1%}", flush=True)
@@ -206,6 +217,8 @@ def main():
     errors = {
         "model": summary([row["error"] for row in rows]),
         "model_with_history": summary([row["history_error"] for row in rows]),
+        **({"model_on_baseline_profile": summary([row["baseline_error"] for row in rows])}
+           if args.baseline_profile else {}),
         "op_type_per_model": summary([row["error"] for row in op_rows]),
         "op_type_per_model_with_history": summary([row["history_error"] for row in op_rows]),
     }
@@ -217,7 +230,8 @@ def main():
               "profile_device": plain_device,
               "profile_figures": {row["figure"]: row["value"] for row in plain_summary},
               "load_average": {"before": load_before, "after": os.getloadavg()},
-              "profiles": {"plain": plain, "history": history},
+              "profiles": {"plain": plain, "history": history,
+                           "baseline": args.baseline_profile},
               "iterations": args.iterations, "rounds": args.rounds, "errors": errors, "models": rows,
               "op_types": by_type, "op_types_per_model": op_rows}
     with open(args.json, "w") as f:
@@ -226,11 +240,15 @@ def main():
     print(f"wrote {args.json}")
 
     if args.markdown:
-        print("\n| model | measured ms | predicted ms | error | with history ms | error |")
-        print("|---|---:|---:|---:|---:|---:|")
+        extra = " baseline profile ms | error |" if args.baseline_profile else ""
+        print("\n| model | measured ms | predicted ms | error | with history ms | error |" + extra)
+        print("|---|---:|---:|---:|---:|---:|" + ("---:|---:|" if extra else ""))
         for row in rows:
+            cells = (f" {row['baseline_ms']:.4f} | {row['baseline_error']:.1%} |"
+                     if args.baseline_profile else "")
             print(f"| {row['model']} | {row['measured_ms']:.4f} | {row['predicted_ms']:.4f} | "
-                  f"{row['error']:.1%} | {row['history_ms']:.4f} | {row['history_error']:.1%} |")
+                  f"{row['error']:.1%} | {row['history_ms']:.4f} | {row['history_error']:.1%} |"
+                  + cells)
         print("\n| op type | models | measured ms | predicted ms | error | with history ms | error |")
         print("|---|---:|---:|---:|---:|---:|---:|")
         for op_type, total in sorted(by_type.items(), key=lambda item: -item[1]["measured_ms"]):

@@ -188,6 +188,59 @@ Graph conv_pair_chain(const ConvPairShape& shape, int units) {
   return graph.finish({x});
 }
 
+std::vector<KindGraph> data_movement_graphs() {
+  const TensorType map{DType::kFloat32, {1, 64, 32, 32}};  // 256 KiB
+  const TensorType rows{DType::kFloat32, {64, 1024}};
+  std::vector<KindGraph> graphs;
+  graphs.push_back({"Transpose", single_op_graph("Transpose", {{map}},
+                                                 {{"perm", std::vector<int64_t>{0, 2, 3, 1}}})});
+  graphs.push_back(
+      {"Concat",
+       single_op_graph("Concat", {{{DType::kFloat32, {64, 512}}}, {{DType::kFloat32, {64, 512}}}},
+                       {{"axis", int64_t{1}}})});
+  {
+    BenchGraph graph;
+    const int x = graph.input(rows);
+    const int starts = graph.constant(int64s({256})), ends = graph.constant(int64s({768}));
+    const int axes = graph.constant(int64s({1}));
+    graphs.push_back({"Slice", graph.finish({graph.node("Slice", {x, starts, ends, axes})})});
+  }
+  {
+    // 1024 rows of 64 picked from a table of 1024, in an order a cache cannot predict.
+    BenchGraph graph;
+    const int table = graph.input({DType::kFloat32, {1024, 64}});
+    std::vector<int64_t> order(1024);
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>((i * 389) % 1024);
+    const int picked = graph.constant(int64s(order));
+    graphs.push_back({"Gather", graph.finish({graph.node("Gather", {table, picked})})});
+  }
+  {
+    BenchGraph graph;
+    const int x = graph.input(map);
+    const int pads = graph.constant(int64s({0, 0, 1, 1, 0, 0, 1, 1}));
+    graphs.push_back({"Pad", graph.finish({graph.node("Pad", {x, pads})})});
+  }
+  {
+    // A detector's transform: twice the size, bilinear.
+    BenchGraph graph;
+    const int x = graph.input({DType::kFloat32, {1, 4, 64, 64}});
+    const int scales = graph.constant(
+        Tensor::from_vector<float>(DType::kFloat32, {4}, std::vector<float>{1, 1, 2, 2}));
+    graphs.push_back({"Resize", graph.finish({graph.node("Resize", {x, -1, scales},
+                                                         {{"mode", std::string("linear")}})})});
+  }
+  {
+    // A mask as a threshold on scores makes it: few found (one in 32, spread out), so that the
+    // time is the scan's, not a fair coin's mispredicted branches.
+    BenchGraph graph;
+    std::vector<uint8_t> mask(65536, 0);
+    for (size_t i = 0; i < mask.size(); i += 32) mask[(i * 7) % mask.size()] = 1;
+    const int found = graph.constant(Tensor::from_vector<uint8_t>(DType::kBool, {65536}, mask));
+    graphs.push_back({"NonZero", graph.finish({graph.node("NonZero", {found})})});
+  }
+  return graphs;
+}
+
 Graph view_chain(int count) {
   BenchGraph graph;
   int x = graph.input({DType::kFloat32, {4, 16}});

@@ -653,6 +653,18 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
     time.memory_seconds = time.main_memory_seconds = moved_bytes / figures.memory_bandwidth.value;
     time.weight_seconds = constant_bytes / figures.memory_bandwidth.value;
   }
+  // A kind whose kernel moves elements in loops of its own runs no faster than its measured
+  // rate (a Transpose to channels-last, a NonZero, a bilinear Resize).
+  if (model.profile && node.domain.empty()) {
+    const auto kind = model.profile->op_element_rates.find(node.op_type);
+    if (kind != model.profile->op_element_rates.end()) {
+      const double seconds = rated_elements(node, graph) / kind->second;
+      if (seconds > time.memory_seconds) {
+        time.memory_seconds = seconds;
+        memory_source = "calibration " + model.profile_file + ": " + node.op_type + " rate";
+      }
+    }
+  }
   time.overhead_seconds = figures.launch_overhead.value + reorder_seconds;
   const Figure* overhead_figure = &figures.launch_overhead;
   if (model.profile && node.domain.empty()) {

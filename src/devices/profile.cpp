@@ -215,6 +215,13 @@ class ProfileReader {
             number_at(rates, op_type, "vector_op_rates[\"" + op_type + "\"]", true);
       }
     }
+    if (root.contains("op_element_rates")) {
+      const json& rates = object_at(root, "op_element_rates", "op_element_rates");
+      for (const auto& [op_type, rate] : rates.items()) {
+        profile.op_element_rates[op_type] =
+            number_at(rates, op_type, "op_element_rates[\"" + op_type + "\"]", true);
+      }
+    }
     if (root.contains("op_overheads")) {
       const json& overheads = object_at(root, "op_overheads", "op_overheads");
       for (const auto& [op_type, seconds] : overheads.items()) {
@@ -333,6 +340,15 @@ std::string depthwise_layout_key(bool input_channels_last, bool output_channels_
          (output_channels_last ? "nhwc" : "nchw");
 }
 
+double rated_elements(const Node& node, const Graph& graph) {
+  for (const auto& ids : {node.outputs, node.inputs}) {
+    if (ids.empty() || ids[0] < 0) continue;
+    const Shape& shape = graph.values[ids[0]].type.shape;
+    if (is_static(shape)) return static_cast<double>(numel(shape));
+  }
+  return 0;
+}
+
 std::string op_signature(const Node& node, const Graph& graph) {
   std::string text = node.domain.empty() ? node.op_type : node.domain + "." + node.op_type;
   const auto value_list = [&](const std::vector<int>& ids) {
@@ -447,6 +463,7 @@ void write_profile(const std::string& path, const CalibrationProfile& profile) {
     root["subgraph_run_overhead"] = figure_json(profile.subgraph_run_overhead);
   }
   if (!profile.vector_op_rates.empty()) root["vector_op_rates"] = profile.vector_op_rates;
+  if (!profile.op_element_rates.empty()) root["op_element_rates"] = profile.op_element_rates;
   if (!profile.op_overheads.empty()) root["op_overheads"] = profile.op_overheads;
   const auto work_points_json = [](const std::vector<CalibrationProfile::WorkPoint>& points) {
     json array = json::array();

@@ -1,5 +1,6 @@
 #include "runtime/constant_folding.h"
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 
@@ -37,6 +38,12 @@ class Folder {
     for (size_t n = 0; n < graph_.nodes.size(); ++n) {
       const Node& node = graph_.nodes[n];
       if (!foldable(node)) continue;
+      const bool inputs_known = inputs_constant(node);
+      std::optional<std::vector<Tensor>> values;
+      if (!inputs_known) {
+        values = inferred(node);
+        if (!values) continue;
+      }
       int64_t bytes = 0;
       for (int out : node.outputs) {
         if (out >= 0) bytes += static_cast<int64_t>(type_bytes(graph_.values[out].type));
@@ -45,10 +52,12 @@ class Folder {
         ++stats_.over_cap;
         continue;
       }
-      std::optional<std::vector<Tensor>> values = evaluate(node);
-      if (!values) {
-        ++stats_.refused;
-        continue;
+      if (inputs_known) {
+        values = evaluate(node);
+        if (!values) {
+          ++stats_.refused;
+          continue;
+        }
       }
       for (size_t i = 0; i < node.outputs.size(); ++i) {
         if (node.outputs[i] >= 0) graph_.values[node.outputs[i]].constant = std::move((*values)[i]);
@@ -71,22 +80,55 @@ class Folder {
   }
 
  private:
+  // Whether the node's outputs may become constants: static, not the graph's, the same on
+  // every run.
   bool foldable(const Node& node) const {
     if (node.inputs.empty() || !node.domain.empty() || random(node.op_type) || has_subgraph(node))
       return false;
     const OpSchema* schema = OpRegistry::instance().find(node.op_type);
     if (!schema || schema->data_dependent_shape) return false;
-    bool any_input = false;
-    for (int in : node.inputs) {
-      if (in < 0) continue;
-      if (!graph_.values[in].is_constant()) return false;
-      any_input = true;
-    }
     for (int out : node.outputs) {
       if (out >= 0 && (graph_outputs_.count(out) || !is_static(graph_.values[out].type.shape)))
         return false;
     }
-    return any_input;
+    return std::any_of(node.inputs.begin(), node.inputs.end(), [](int in) { return in >= 0; });
+  }
+
+  bool inputs_constant(const Node& node) const {
+    return std::all_of(node.inputs.begin(), node.inputs.end(),
+                       [&](int in) { return in < 0 || graph_.values[in].is_constant(); });
+  }
+
+  // The node's outputs as inference knows them from its inputs' types (the Shape or Size of a
+  // value whose shape is static); nullopt where it leaves one unknown. Once a folded Resize makes
+  // a feature map's shape static, the Shape -> Gather -> Concat chain feeding a detector head's
+  // Reshape folds too, and the head's shapes become known to the cost model.
+  std::optional<std::vector<Tensor>> inferred(const Node& node) const {
+    std::vector<ValueInfo> inputs;
+    for (int in : node.inputs) {
+      if (in < 0) {
+        inputs.emplace_back();
+        continue;
+      }
+      const Value& value = graph_.values[in];
+      inputs.push_back(
+          {value.type.dtype, value.type.shape, value.is_constant() ? &value.constant : nullptr});
+    }
+    std::vector<InferredOutput> outputs;
+    try {
+      outputs = OpRegistry::instance()
+                    .find(node.op_type)
+                    ->infer(InferContext(node, graph_.opset, inputs));
+    } catch (const InputError&) {
+      return std::nullopt;
+    }
+    std::vector<Tensor> values(node.outputs.size());
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      if (node.outputs[i] < 0) continue;
+      if (i >= outputs.size() || !outputs[i].value.defined()) return std::nullopt;
+      values[i] = std::move(outputs[i].value);
+    }
+    return values;
   }
 
   // The node's outputs computed by the CPU's kernels on a graph of the node alone; nullopt

@@ -127,6 +127,11 @@ TEST(Calibrate, QuickGivesPlausibleFiguresInSeconds) {
   for (const char* kind : {"Add", "Relu", "MatMul", "Gemm", "Conv", "MaxPool", "GlobalAveragePool"})
     EXPECT_GT(profile.op_overheads.count(kind), 0u) << kind;
   EXPECT_LT(profile.op_overheads.at("Relu"), profile.op_overheads.at("Conv"));
+  // Each kind that moves elements in its own loops, at a rate of its own; a Resize computes
+  // each output from four inputs, slower than a Concat copies rows.
+  for (const char* kind : {"Transpose", "Concat", "Slice", "Gather", "Pad", "Resize", "NonZero"})
+    EXPECT_GT(profile.op_element_rates.count(kind), 0u) << kind;
+  EXPECT_LT(profile.op_element_rates.at("Resize"), profile.op_element_rates.at("Concat"));
   // Depthwise convolutions in all four layouts, each shape once.
   ASSERT_EQ(profile.depthwise_curves.size(), 4u);
   for (const auto& [layouts, points] : profile.depthwise_curves) {

@@ -163,6 +163,12 @@ TEST(Profile, NegativeOpOverheadIsRejected) {
       "op_overheads[\"Conv\"]");
 }
 
+TEST(Profile, ZeroElementRateIsRejected) {
+  expect_rejected(
+      profile_text_with("\"op_seconds\"", "\"op_element_rates\": {\"Pad\": 0}, \"op_seconds\""),
+      "op_element_rates[\"Pad\"]");
+}
+
 TEST(Profile, OtherJsonIsNotAProfile) { expect_rejected("{\"devices\": []}", "field 'format'"); }
 
 }  // namespace

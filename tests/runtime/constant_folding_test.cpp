@@ -104,5 +104,41 @@ TEST(ConstantFolding, CountsWhatTheCpuKernelsRefuseAndLeavesItToRun) {
   EXPECT_TRUE(graph.values[c].is_constant());
 }
 
+TEST(ConstantFolding, ShapesThatBecomeStaticFoldTheirShapeOpsToo) {
+  // y = r + ConstantOfShape(Shape(r)), r = Resize(x, scales = a * b): the scales are float
+  // arithmetic, known only once folded; then r's shape is static, and the Shape (whose input r is
+  // computed at run time) folds from r's type, so that y's shape becomes known as well.
+  Graph graph;
+  graph.opset = 17;
+  const int x = graph.add_value("x", {DType::kFloat32, {1, 2, 4, 4}});
+  graph.inputs.push_back(x);
+  const int a = graph.add_value("a", {DType::kFloat32, {4}});
+  graph.values[a].constant =
+      Tensor::from_vector<float>(DType::kFloat32, {4}, std::vector<float>{1, 1, 2, 2});
+  const int b = graph.add_value("b", {DType::kFloat32, {4}});
+  graph.values[b].constant =
+      Tensor::from_vector<float>(DType::kFloat32, {4}, std::vector<float>{1, 1, 1, 1});
+  const int scales = graph.add_value("scales"), r = graph.add_value("r");
+  const int shape = graph.add_value("shape"), zeros = graph.add_value("zeros");
+  const int y = graph.add_value("y");
+  graph.nodes.push_back({.name = "m", .op_type = "Mul", .inputs = {a, b}, .outputs = {scales}});
+  graph.nodes.push_back(
+      {.name = "r", .op_type = "Resize", .inputs = {x, -1, scales}, .outputs = {r}});
+  graph.nodes.push_back({.name = "s", .op_type = "Shape", .inputs = {r}, .outputs = {shape}});
+  graph.nodes.push_back(
+      {.name = "z", .op_type = "ConstantOfShape", .inputs = {shape}, .outputs = {zeros}});
+  graph.nodes.push_back({.name = "a", .op_type = "Add", .inputs = {r, zeros}, .outputs = {y}});
+  graph.outputs.push_back(y);
+  graph.sort_topologically();
+  infer_graph(graph, {"m"});  // as an importer leaves float arithmetic: computed by folding
+  ASSERT_FALSE(is_static(graph.values[y].type.shape));
+  const ConstantFolding folded = fold_constants(graph);
+  EXPECT_EQ(folded.refused, 0);
+  EXPECT_EQ(graph.values[y].type.shape, (Shape{1, 2, 8, 8}));
+  std::vector<std::string> left;
+  for (const Node& node : graph.nodes) left.push_back(node.op_type);
+  EXPECT_EQ(left, (std::vector<std::string>{"Resize", "Add"}));
+}
+
 }  // namespace
 }  // namespace tandem
