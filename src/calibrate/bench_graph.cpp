@@ -1,5 +1,6 @@
 #include "calibrate/bench_graph.h"
 
+#include <cmath>
 #include <memory>
 #include <random>
 
@@ -188,42 +189,48 @@ Graph conv_pair_chain(const ConvPairShape& shape, int units) {
   return graph.finish({x});
 }
 
-std::vector<KindGraph> data_movement_graphs() {
-  const TensorType map{DType::kFloat32, {1, 64, 32, 32}};  // 256 KiB
-  const TensorType rows{DType::kFloat32, {64, 1024}};
+std::vector<KindGraph> element_kind_graphs(int64_t elements) {
+  const TensorType rows{DType::kFloat32, {elements / 256, 256}};
+  const TensorType row{DType::kFloat32, {256}};
+  // The side of a square image of `channels` channels with about `elements` elements.
+  const auto side = [&](int64_t channels) {
+    return static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(elements / channels))));
+  };
   std::vector<KindGraph> graphs;
-  graphs.push_back({"Transpose", single_op_graph("Transpose", {{map}},
-                                                 {{"perm", std::vector<int64_t>{0, 2, 3, 1}}})});
   graphs.push_back(
-      {"Concat",
-       single_op_graph("Concat", {{{DType::kFloat32, {64, 512}}}, {{DType::kFloat32, {64, 512}}}},
-                       {{"axis", int64_t{1}}})});
+      {"Transpose",
+       single_op_graph("Transpose", {{{DType::kFloat32, {1, 64, elements / 1024, 16}}}},
+                       {{"perm", std::vector<int64_t>{0, 2, 3, 1}}})});
+  const TensorType half{DType::kFloat32, {elements / 1024, 512}};
+  graphs.push_back({"Concat", single_op_graph("Concat", {{half}, {half}}, {{"axis", int64_t{1}}})});
   {
     BenchGraph graph;
-    const int x = graph.input(rows);
+    const int x = graph.input({DType::kFloat32, {elements / 512, 1024}});
     const int starts = graph.constant(int64s({256})), ends = graph.constant(int64s({768}));
     const int axes = graph.constant(int64s({1}));
     graphs.push_back({"Slice", graph.finish({graph.node("Slice", {x, starts, ends, axes})})});
   }
   {
-    // 1024 rows of 64 picked from a table of 1024, in an order a cache cannot predict.
+    // Rows of 64 picked from a table of 1024, in an order a cache cannot predict.
     BenchGraph graph;
     const int table = graph.input({DType::kFloat32, {1024, 64}});
-    std::vector<int64_t> order(1024);
+    std::vector<int64_t> order(static_cast<size_t>(elements / 64));
     for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>((i * 389) % 1024);
     const int picked = graph.constant(int64s(order));
     graphs.push_back({"Gather", graph.finish({graph.node("Gather", {table, picked})})});
   }
   {
     BenchGraph graph;
-    const int x = graph.input(map);
+    const int64_t inner = side(64) - 2;
+    const int x = graph.input({DType::kFloat32, {1, 64, inner, inner}});
     const int pads = graph.constant(int64s({0, 0, 1, 1, 0, 0, 1, 1}));
     graphs.push_back({"Pad", graph.finish({graph.node("Pad", {x, pads})})});
   }
   {
-    // A detector's transform: twice the size, bilinear.
+    // A detector's transform or an FPN's upsampling: twice the size, bilinear.
     BenchGraph graph;
-    const int x = graph.input({DType::kFloat32, {1, 4, 64, 64}});
+    const int64_t input = side(16);
+    const int x = graph.input({DType::kFloat32, {1, 4, input, input}});
     const int scales = graph.constant(
         Tensor::from_vector<float>(DType::kFloat32, {4}, std::vector<float>{1, 1, 2, 2}));
     graphs.push_back({"Resize", graph.finish({graph.node("Resize", {x, -1, scales},
@@ -233,11 +240,17 @@ std::vector<KindGraph> data_movement_graphs() {
     // A mask as a threshold on scores makes it: few found (one in 32, spread out), so that the
     // time is the scan's, not a fair coin's mispredicted branches.
     BenchGraph graph;
-    std::vector<uint8_t> mask(65536, 0);
+    std::vector<uint8_t> mask(static_cast<size_t>(elements), 0);
     for (size_t i = 0; i < mask.size(); i += 32) mask[(i * 7) % mask.size()] = 1;
-    const int found = graph.constant(Tensor::from_vector<uint8_t>(DType::kBool, {65536}, mask));
+    const int found = graph.constant(Tensor::from_vector<uint8_t>(DType::kBool, {elements}, mask));
     graphs.push_back({"NonZero", graph.finish({graph.node("NonZero", {found})})});
   }
+  // A linear layer's bias, broadcast over its rows.
+  graphs.push_back({"Add", single_op_graph("Add", {{rows}, {row, true}})});
+  graphs.push_back({"Softmax", single_op_graph("Softmax", {{rows}}, {{"axis", int64_t{-1}}})});
+  graphs.push_back({"LayerNormalization",
+                    single_op_graph("LayerNormalization", {{rows}, {row, true}, {row, true}},
+                                    {{"axis", int64_t{-1}}})});
   return graphs;
 }
 

@@ -74,15 +74,16 @@ Graph weight_chain(int64_t size, int count);
 // bound by reading the weights once they are past the caches.
 Graph conv_weight_chain(int count);
 
-// One node of each kind whose CPU kernel moves or picks elements in loops of its own rather
-// than a oneDNN primitive, on tensors of 256 KiB as a model's feature maps and sequences have
-// them: a channels-last Transpose, a Concat, a Slice, a row Gather, a Pad, a bilinear Resize and
-// a NonZero of a sparse mask.
+// One node of each kind whose CPU kernel runs in loops of its own rather than a oneDNN
+// primitive, each writing about `elements` elements (a multiple of 1024; a NonZero reads them):
+// a channels-last Transpose, a Concat, a Slice, a row Gather, a Pad, a 2x bilinear Resize, a
+// NonZero of a sparse mask, a bias Add broadcast over rows, a Softmax and a LayerNormalization
+// over rows of 256.
 struct KindGraph {
   std::string op_type;
   Graph graph;
 };
-std::vector<KindGraph> data_movement_graphs();
+std::vector<KindGraph> element_kind_graphs(int64_t elements);
 
 // `count` Reshapes of a 4x16 tensor in a chain, alternating 16x4 and 4x16: views only.
 Graph view_chain(int count);

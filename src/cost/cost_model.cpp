@@ -318,6 +318,12 @@ void CostModel::add_device(int device, std::shared_ptr<const CalibrationProfile>
         work.push_back({point.flops, point.seconds - fixed_cost("Conv")});
       model.depthwise[layouts] = WorkCurve(std::move(work));
     }
+    for (const auto& [op_type, points] : profile->op_element_curves) {
+      std::vector<WorkCurve::Point> work;
+      for (const auto& point : points)
+        work.push_back({point.elements, point.seconds - fixed_cost(op_type.c_str())});
+      model.element_curves[op_type] = WorkCurve(std::move(work));
+    }
     std::vector<WorkCurve::Point> convolutions;
     for (const auto& point : profile->conv_curve)
       convolutions.push_back({point.flops, point.seconds - fixed_cost("Conv")});
@@ -653,15 +659,15 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
     time.memory_seconds = time.main_memory_seconds = moved_bytes / figures.memory_bandwidth.value;
     time.weight_seconds = constant_bytes / figures.memory_bandwidth.value;
   }
-  // A kind whose kernel moves elements in loops of its own runs no faster than its measured
-  // rate (a Transpose to channels-last, a NonZero, a bilinear Resize).
-  if (model.profile && node.domain.empty()) {
-    const auto kind = model.profile->op_element_rates.find(node.op_type);
-    if (kind != model.profile->op_element_rates.end()) {
-      const double seconds = rated_elements(node, graph) / kind->second;
-      if (seconds > time.memory_seconds) {
+  // A kind whose kernel runs in loops of its own takes no less than its measured time for as
+  // many elements (a Transpose to channels-last, a NonZero, a bilinear Resize, a Softmax).
+  if (node.domain.empty()) {
+    const auto kind = model.element_curves.find(node.op_type);
+    if (kind != model.element_curves.end() && kind->second.measured()) {
+      const double seconds = kind->second.seconds(rated_elements(node, graph));
+      if (seconds > std::max(time.memory_seconds, time.compute_seconds)) {
         time.memory_seconds = seconds;
-        memory_source = "calibration " + model.profile_file + ": " + node.op_type + " rate";
+        memory_source = "calibration " + model.profile_file + ": " + node.op_type + " by elements";
       }
     }
   }

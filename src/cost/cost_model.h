@@ -121,6 +121,8 @@ class CostModel {
     // Depthwise convolutions' kernel times by FLOPs, less a Conv's fixed cost, by the layouts
     // they read and write (depthwise_layout_key).
     std::map<std::string, WorkCurve, std::less<>> depthwise;
+    // Kinds timed by elements (the profile's op_element_curves), their fixed cost left out.
+    std::map<std::string, WorkCurve, std::less<>> element_curves;
     // A convolution's reorders of an NCHW input in and of its output out, by their bytes.
     BandwidthCurve reorder_in, reorder_out;
     // Spatial convolutions' (kernels larger than 1x1) times by their GEMM FLOPs, less a Conv's

@@ -215,11 +215,18 @@ class ProfileReader {
             number_at(rates, op_type, "vector_op_rates[\"" + op_type + "\"]", true);
       }
     }
-    if (root.contains("op_element_rates")) {
-      const json& rates = object_at(root, "op_element_rates", "op_element_rates");
-      for (const auto& [op_type, rate] : rates.items()) {
-        profile.op_element_rates[op_type] =
-            number_at(rates, op_type, "op_element_rates[\"" + op_type + "\"]", true);
+    if (root.contains("op_element_curves")) {
+      const json& curves = object_at(root, "op_element_curves", "op_element_curves");
+      for (const auto& [op_type, points] : curves.items()) {
+        const std::string field = "op_element_curves[\"" + op_type + "\"]";
+        const json& array = array_at(curves, op_type, field);
+        std::vector<CalibrationProfile::ElementPoint>& curve = profile.op_element_curves[op_type];
+        for (size_t i = 0; i < array.size(); ++i) {
+          const std::string point = field + "[" + std::to_string(i) + "]";
+          if (!array[i].is_object()) fail(point, "expected an object");
+          curve.push_back({number_at(array[i], "elements", point + ".elements", true),
+                           number_at(array[i], "seconds", point + ".seconds", true)});
+        }
       }
     }
     if (root.contains("op_overheads")) {
@@ -463,7 +470,16 @@ void write_profile(const std::string& path, const CalibrationProfile& profile) {
     root["subgraph_run_overhead"] = figure_json(profile.subgraph_run_overhead);
   }
   if (!profile.vector_op_rates.empty()) root["vector_op_rates"] = profile.vector_op_rates;
-  if (!profile.op_element_rates.empty()) root["op_element_rates"] = profile.op_element_rates;
+  if (!profile.op_element_curves.empty()) {
+    json curves = json::object();
+    for (const auto& [op_type, points] : profile.op_element_curves) {
+      json array = json::array();
+      for (const auto& point : points)
+        array.push_back({{"elements", point.elements}, {"seconds", point.seconds}});
+      curves[op_type] = std::move(array);
+    }
+    root["op_element_curves"] = std::move(curves);
+  }
   if (!profile.op_overheads.empty()) root["op_overheads"] = profile.op_overheads;
   const auto work_points_json = [](const std::vector<CalibrationProfile::WorkPoint>& points) {
     json array = json::array();

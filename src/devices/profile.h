@@ -72,12 +72,17 @@ struct CalibrationProfile {
   // kernel time less the dispatch overhead. Ops of these types run at their own rate rather
   // than at the vector peak.
   std::map<std::string, double> vector_op_rates;
-  // Rates of the kinds whose CPU kernels move or pick elements in loops of their own
-  // (Transpose, Concat, Slice, Gather, Pad, Resize, NonZero), op type -> rated_elements per
-  // second of kernel time, on 256 KiB tensors. An op of such a type
-  // runs no faster than its kind's rate. Empty in older profiles and on compiled devices (XLA
-  // fuses them into its loops).
-  std::map<std::string, double> op_element_rates;
+  // Kernel times of the kinds whose CPU kernels run in loops of their own, below the memory
+  // curve's and the vector peak's rates (a Transpose, Concat, Slice, Gather, Pad, Resize,
+  // NonZero; a bias Add, a Softmax, a LayerNormalization), by rated_elements, at three sizes
+  // (16 KiB to 1 MiB of fp32): op type -> points in ascending elements. An op of such a type
+  // takes at least its kind's time for its elements. Empty in older profiles and on compiled
+  // devices (XLA fuses them into its loops).
+  struct ElementPoint {
+    double elements = 0;
+    double seconds = 0;
+  };
+  std::map<std::string, std::vector<ElementPoint>> op_element_curves;
   // What an op of each type costs when its work is negligible (small instances in a chain
   // through the executor: the executor's step and the kernel's fixed costs, such as a oneDNN
   // primitive's entry), op type -> seconds. The dispatch figure (figures.launch_overhead) is
@@ -100,7 +105,7 @@ struct CalibrationProfile {
 // "nchw-nchw", "nhwc-nchw", "nchw-nhwc" or "nhwc-nhwc": a depthwise curve's layouts, in then out.
 std::string depthwise_layout_key(bool input_channels_last, bool output_channels_last);
 
-// What an op_element_rates rate counts: the elements of the node's first output, which these
+// What an op_element_curves curve counts: the elements of the node's first output, which these
 // kernels' loops write one by one (a 2x Resize computes four outputs per input); the first
 // input's where the output's size depends on the data (a NonZero scans its input). 0 when
 // neither is static.

@@ -127,11 +127,22 @@ TEST(Calibrate, QuickGivesPlausibleFiguresInSeconds) {
   for (const char* kind : {"Add", "Relu", "MatMul", "Gemm", "Conv", "MaxPool", "GlobalAveragePool"})
     EXPECT_GT(profile.op_overheads.count(kind), 0u) << kind;
   EXPECT_LT(profile.op_overheads.at("Relu"), profile.op_overheads.at("Conv"));
-  // Each kind that moves elements in its own loops, at a rate of its own; a Resize computes
-  // each output from four inputs, slower than a Concat copies rows.
-  for (const char* kind : {"Transpose", "Concat", "Slice", "Gather", "Pad", "Resize", "NonZero"})
-    EXPECT_GT(profile.op_element_rates.count(kind), 0u) << kind;
-  EXPECT_LT(profile.op_element_rates.at("Resize"), profile.op_element_rates.at("Concat"));
+  // Each kind that runs in loops of its own, timed at three sizes; a Resize computes each output
+  // from four inputs, slower than a Concat copies rows.
+  for (const char* kind : {"Transpose", "Concat", "Slice", "Gather", "Pad", "Resize", "NonZero",
+                           "Add", "Softmax", "LayerNormalization"}) {
+    ASSERT_EQ(profile.op_element_curves.count(kind), 1u) << kind;
+    const auto& points = profile.op_element_curves.at(kind);
+    ASSERT_EQ(points.size(), 3u) << kind;
+    EXPECT_LT(points[0].elements, points[1].elements) << kind;
+    EXPECT_LT(points[1].elements, points[2].elements) << kind;
+    EXPECT_GT(points[0].seconds, 0) << kind;
+  }
+  const auto per_element = [&](const char* kind) {
+    const auto& largest = profile.op_element_curves.at(kind).back();
+    return largest.seconds / largest.elements;
+  };
+  EXPECT_GT(per_element("Resize"), per_element("Concat"));
   // Depthwise convolutions in all four layouts, each shape once.
   ASSERT_EQ(profile.depthwise_curves.size(), 4u);
   for (const auto& [layouts, points] : profile.depthwise_curves) {

@@ -163,10 +163,12 @@ TEST(Profile, NegativeOpOverheadIsRejected) {
       "op_overheads[\"Conv\"]");
 }
 
-TEST(Profile, ZeroElementRateIsRejected) {
+TEST(Profile, ElementCurvePointWithoutTimeIsRejected) {
   expect_rejected(
-      profile_text_with("\"op_seconds\"", "\"op_element_rates\": {\"Pad\": 0}, \"op_seconds\""),
-      "op_element_rates[\"Pad\"]");
+      profile_text_with("\"op_seconds\"",
+                        "\"op_element_curves\": {\"Pad\": [{\"elements\": 4096, \"seconds\": 0}]}, "
+                        "\"op_seconds\""),
+      "op_element_curves[\"Pad\"][0].seconds");
 }
 
 TEST(Profile, OtherJsonIsNotAProfile) { expect_rejected("{\"devices\": []}", "field 'format'"); }

@@ -253,29 +253,34 @@ TEST(CalibratedCost, TranscendentalOpsRunAtTheirMeasuredRate) {
   EXPECT_NEAR(time_of(model, relu).compute_seconds, relu.nodes[0].cost.flops / 100e9, 1e-15);
 }
 
-TEST(CalibratedCost, KindsThatMoveElementsInTheirOwnLoopsRunNoFasterThanTheirRate) {
+TEST(CalibratedCost, KindsTimedByElementsTakeNoLessThanTheirCurve) {
   CalibrationProfile profile = cache_profile();
-  profile.op_element_rates = {{"Transpose", 1e8}, {"NonZero", 1e9}};
+  // Points include the kind's fixed cost, which the curve leaves to the overhead.
+  profile.op_overheads = {{"Transpose", 1e-6}};
+  profile.op_element_curves = {{"Transpose", {{4096, 1e-6 + 40e-6}, {65536, 1e-6 + 640e-6}}},
+                               {"NonZero", {{1024, kOverhead + 1e-6}}}};
   const CostModel model(profiled_cluster(), {{kCpu, profile}});
   const CostModel plain(profiled_cluster(), {{kCpu, cache_profile()}});
   GraphBuilder transposing;
-  const int x = transposing.input("x", DType::kFloat32, {1, 64, 32, 32});
+  const int x = transposing.input("x", DType::kFloat32, {1, 64, 32, 16});
   const Graph transpose = transposing.infer(
       {transposing.node("Transpose", {x}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}})});
-  // 65,536 elements written at 1e8 a second: slower than the bytes at the memory curve's rate.
-  EXPECT_NEAR(time_of(model, transpose).memory_seconds, 65536 / 1e8, 1e-12);
-  EXPECT_LT(time_of(plain, transpose).memory_seconds, 65536 / 1e8);
-  EXPECT_NE(time_of(model, transpose).source.find("Transpose rate"), std::string::npos)
+  // 32,768 elements: between the points, linear in log-log (here 40 µs for every 4,096).
+  EXPECT_NEAR(time_of(model, transpose).memory_seconds, 320e-6, 1e-9);
+  EXPECT_NEAR(time_of(model, transpose).seconds, 320e-6 + 1e-6, 1e-9);
+  EXPECT_LT(time_of(plain, transpose).memory_seconds, 320e-6);
+  EXPECT_NE(time_of(model, transpose).source.find("Transpose by elements"), std::string::npos)
       << time_of(model, transpose).source;
-  // A NonZero's output size depends on the data: its input's elements are what it scans.
+  // A NonZero's output size depends on the data: its input's elements are what it scans (past
+  // the last point, at that point's rate).
   GraphBuilder masking;
-  const int mask = masking.input("mask", DType::kBool, {3234});
+  const int mask = masking.input("mask", DType::kBool, {3072});
   const Graph non_zero = masking.infer({masking.node("NonZero", {mask})});
-  EXPECT_EQ(rated_elements(non_zero.nodes[0], non_zero), 3234);
-  EXPECT_NEAR(time_of(model, non_zero).memory_seconds, 3234 / 1e9, 1e-15);
-  // A kind without a rate keeps the memory curve's time; a rate faster than the curve too.
+  EXPECT_EQ(rated_elements(non_zero.nodes[0], non_zero), 3072);
+  EXPECT_NEAR(time_of(model, non_zero).memory_seconds, 3e-6, 1e-12);
+  // A kind without a curve keeps the memory curve's time; a curve faster than it changes nothing.
   EXPECT_EQ(time_of(model, add(16)).memory_seconds, time_of(plain, add(16)).memory_seconds);
-  profile.op_element_rates = {{"Transpose", 1e15}};
+  profile.op_element_curves = {{"Transpose", {{65536, 1e-6 + 1e-9}}}};
   const CostModel fast(profiled_cluster(), {{kCpu, profile}});
   EXPECT_EQ(time_of(fast, transpose).memory_seconds, time_of(plain, transpose).memory_seconds);
 }
@@ -403,7 +408,7 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   profile.view_overhead = testing::figure(0.2e-6, "calibration p.json: views");
   profile.subgraph_run_overhead = testing::figure(1e-6, "calibration p.json: loop");
   profile.vector_op_rates = {{"Tanh", 2e9}};
-  profile.op_element_rates = {{"Resize", 3e8}};
+  profile.op_element_curves = {{"Resize", {{4096, 2e-5}, {262144, 1e-3}}}};
   profile.op_overheads = {{"Conv", 3e-6}, {"Relu", 0.2e-6}};
   profile.depthwise_curves = {{"nhwc-nchw", {{1e5, 2e-6}, {1e7, 90e-6}}}};
   profile.conv_curve = {{1e6, 20e-6}, {2e8, 1e-3}};
@@ -419,7 +424,9 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   EXPECT_EQ(read.view_overhead.value, 0.2e-6);
   EXPECT_EQ(read.subgraph_run_overhead.value, 1e-6);
   EXPECT_EQ(read.vector_op_rates.at("Tanh"), 2e9);
-  EXPECT_EQ(read.op_element_rates, profile.op_element_rates);
+  ASSERT_EQ(read.op_element_curves.at("Resize").size(), 2u);
+  EXPECT_EQ(read.op_element_curves.at("Resize")[1].elements, 262144);
+  EXPECT_EQ(read.op_element_curves.at("Resize")[1].seconds, 1e-3);
   EXPECT_EQ(read.op_overheads, profile.op_overheads);
   ASSERT_EQ(read.depthwise_curves.at("nhwc-nchw").size(), 2u);
   EXPECT_EQ(read.depthwise_curves.at("nhwc-nchw")[1].flops, 1e7);
@@ -440,7 +447,7 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   EXPECT_TRUE(old.conv_weight_curve.empty());
   EXPECT_FALSE(old.view_overhead.known());
   EXPECT_TRUE(old.vector_op_rates.empty());
-  EXPECT_TRUE(old.op_element_rates.empty());
+  EXPECT_TRUE(old.op_element_curves.empty());
   EXPECT_TRUE(old.op_overheads.empty());
   EXPECT_TRUE(old.depthwise_curves.empty());
   EXPECT_TRUE(old.conv_curve.empty());
