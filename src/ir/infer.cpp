@@ -91,14 +91,13 @@ void infer_nodes(Graph& graph, const std::set<std::string>& keep) {
 
 }  // namespace
 
-bool infer_node(Graph& graph, Node& node, bool keep) {
+std::vector<InferredOutput> infer_outputs(const Graph& graph, const Node& node) {
   const OpSchema& schema = schema_for(node);
   const int arity = static_cast<int>(node.inputs.size());
   if (arity < schema.min_inputs || arity > schema.max_inputs) {
     throw InputError(node.label() + ": takes " + std::to_string(schema.min_inputs) + " to " +
                      std::to_string(schema.max_inputs) + " inputs, got " + std::to_string(arity));
   }
-  infer_node_subgraphs(graph, node);
   std::vector<ValueInfo> inputs;
   for (int id : node.inputs) {
     if (id < 0) {
@@ -121,6 +120,13 @@ bool infer_node(Graph& graph, Node& node, bool keep) {
     if (what.rfind(node.label(), 0) == 0) throw;
     throw InputError(node.label() + ": " + what);
   }
+  return outputs;
+}
+
+bool infer_node(Graph& graph, Node& node, bool keep) {
+  const OpSchema& schema = schema_for(node);
+  infer_node_subgraphs(graph, node);
+  std::vector<InferredOutput> outputs = infer_outputs(graph, node);
   if (outputs.size() < node.outputs.size()) {
     throw InputError(node.label() + ": has " + std::to_string(node.outputs.size()) +
                      " outputs, the op produces at most " + std::to_string(outputs.size()));

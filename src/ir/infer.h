@@ -3,6 +3,7 @@
 #include <string>
 
 #include "ir/graph.h"
+#include "ir/op_schema.h"
 
 namespace tandem {
 
@@ -22,6 +23,10 @@ void reinfer_keeping_nodes(Graph& graph);
 // the op computes them cheaply from constant inputs (unless `keep`), and its cost. Returns whether
 // every output became a constant (the node can go). Throws InputError naming the node.
 bool infer_node(Graph& graph, Node& node, bool keep = false);
+
+// What the node's schema infers for its outputs from the graph's values as they are (types, and
+// the contents of constants), changing nothing. Throws InputError naming the node.
+std::vector<InferredOutput> infer_outputs(const Graph& graph, const Node& node);
 
 // Infers a subgraph whose formal inputs and outer-scope values already carry their types.
 void infer_subgraph(Graph& subgraph);

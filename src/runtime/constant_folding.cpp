@@ -104,21 +104,9 @@ class Folder {
   // a feature map's shape static, the Shape -> Gather -> Concat chain feeding a detector head's
   // Reshape folds too, and the head's shapes become known to the cost model.
   std::optional<std::vector<Tensor>> inferred(const Node& node) const {
-    std::vector<ValueInfo> inputs;
-    for (int in : node.inputs) {
-      if (in < 0) {
-        inputs.emplace_back();
-        continue;
-      }
-      const Value& value = graph_.values[in];
-      inputs.push_back(
-          {value.type.dtype, value.type.shape, value.is_constant() ? &value.constant : nullptr});
-    }
     std::vector<InferredOutput> outputs;
     try {
-      outputs = OpRegistry::instance()
-                    .find(node.op_type)
-                    ->infer(InferContext(node, graph_.opset, inputs));
+      outputs = infer_outputs(graph_, node);
     } catch (const InputError&) {
       return std::nullopt;
     }
