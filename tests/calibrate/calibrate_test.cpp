@@ -127,8 +127,9 @@ TEST(Calibrate, QuickGivesPlausibleFiguresInSeconds) {
   for (const char* kind : {"Add", "Relu", "MatMul", "Gemm", "Conv", "MaxPool", "GlobalAveragePool"})
     EXPECT_GT(profile.op_overheads.count(kind), 0u) << kind;
   EXPECT_LT(profile.op_overheads.at("Relu"), profile.op_overheads.at("Conv"));
-  // Each kind that runs in loops of its own, timed at three sizes; a Resize computes each output
-  // from four inputs, slower than a Concat copies rows.
+  // Each kind that runs in loops of its own, timed at three sizes. (No comparison of kinds here:
+  // this quick calibration runs beside other tests, and one stall of a 1 MiB Concat made it
+  // 30 ns an element, as slow as a Resize.)
   for (const char* kind : {"Transpose", "Concat", "Slice", "Gather", "Pad", "Resize", "NonZero",
                            "Add", "Softmax", "LayerNormalization"}) {
     ASSERT_EQ(profile.op_element_curves.count(kind), 1u) << kind;
@@ -136,13 +137,8 @@ TEST(Calibrate, QuickGivesPlausibleFiguresInSeconds) {
     ASSERT_EQ(points.size(), 3u) << kind;
     EXPECT_LT(points[0].elements, points[1].elements) << kind;
     EXPECT_LT(points[1].elements, points[2].elements) << kind;
-    EXPECT_GT(points[0].seconds, 0) << kind;
+    for (const auto& point : points) EXPECT_GT(point.seconds, 0) << kind;
   }
-  const auto per_element = [&](const char* kind) {
-    const auto& largest = profile.op_element_curves.at(kind).back();
-    return largest.seconds / largest.elements;
-  };
-  EXPECT_GT(per_element("Resize"), per_element("Concat"));
   // Depthwise convolutions in all four layouts, each shape once.
   ASSERT_EQ(profile.depthwise_curves.size(), 4u);
   for (const auto& [layouts, points] : profile.depthwise_curves) {
