@@ -15,6 +15,11 @@ Usage: .venv/bin/python bench/predict_vs_measure.py [--threads 2] [--iterations 
 
 The measured time of a model is the median over rounds of each round's median: models take
 turns, so a burst of load from other processes hits one round rather than one model.
+
+Each round also times a reference: one 512x512x512 MatMul, the shape the calibration's GEMM
+curve times, run as a model. Its time in each round beside the profile's point says how fast
+the machine ran while the models were measured against while it was calibrated (on a shared VM
+the two can differ by more than any pricing rule); the report prints it, it corrects nothing.
 """
 import argparse
 import json
@@ -59,6 +64,39 @@ def measure(tandem, zoo, entry, threads, iterations, profile):
     if profile:
         args.append("--profile")
     return json.loads(run(args, f"tandem run {entry['name']}"))
+
+
+REFERENCE_SIZE = 512
+
+
+def write_reference_model(path):
+    """One REFERENCE_SIZE^3 fp32 MatMul with constant weights, as an ONNX file."""
+    import numpy
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    size = REFERENCE_SIZE
+    weights = numpy.random.default_rng(0).uniform(-1, 1, (size, size)).astype(numpy.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])], "reference",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [size, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [size, size])],
+        [numpy_helper.from_array(weights, "w")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def reference_ms(tandem, model, threads):
+    args = [tandem, "run", model, "--json", "--threads", str(threads), "--warmup", "3",
+            "--iterations", "20"]
+    return 1e3 * json.loads(run(args, "tandem run (reference MatMul)"))["latency"]["median_s"]
+
+
+def calibrated_reference_ms(profile_path):
+    """The profile's GEMM point of the reference's shape, in ms; None where it has none."""
+    with open(profile_path) as f:
+        for point in json.load(f).get("gemm_curve", []):
+            if point["m"] == point["n"] == point["k"] == REFERENCE_SIZE:
+                return 1e3 * point["seconds"]
+    return None
 
 
 def predict(predictor, zoo, entry, profile):
@@ -157,8 +195,12 @@ def main():
             json.dump(merged, f)
 
     load_before = os.getloadavg()
+    reference = os.path.join(scratch, "reference.onnx")
+    write_reference_model(reference)
+    reference_rounds = []
     round_medians = {entry["name"]: [] for entry in manifest}
     for _ in range(args.rounds):
+        reference_rounds.append(reference_ms(args.tandem, reference, args.threads))
         for entry in manifest:
             measured = measure(args.tandem, args.zoo, entry, args.threads, args.iterations, False)
             round_medians[entry["name"]].append(1e3 * measured["latency"]["median_s"])
@@ -226,7 +268,13 @@ def main():
     for name, stats in errors.items():
         print(f"{name:32} median {stats['median']:7.1%}  p90 {stats['p90']:7.1%}  (n={stats['count']})")
 
+    calibrated = calibrated_reference_ms(plain)
+    print(f"reference {REFERENCE_SIZE}^3 MatMul: {' '.join(f'{ms:.3f}' for ms in reference_rounds)}"
+          f" ms in the rounds; the profile's point "
+          + (f"{calibrated:.3f} ms" if calibrated else "absent"))
     report = {"machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "threads": args.threads},
+              "reference_matmul": {"size": REFERENCE_SIZE, "rounds_ms": reference_rounds,
+                                   "profile_ms": calibrated},
               "profile_device": plain_device,
               "profile_figures": {row["figure"]: row["value"] for row in plain_summary},
               "load_average": {"before": load_before, "after": os.getloadavg()},

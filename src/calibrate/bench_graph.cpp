@@ -254,6 +254,16 @@ std::vector<KindGraph> element_kind_graphs(int64_t elements) {
   return graphs;
 }
 
+Graph product_then_reads(int64_t m, int64_t k, int64_t n) {
+  BenchGraph graph;
+  const int x = graph.input({DType::kFloat32, {m, k}});
+  const int weights = graph.random_constant({DType::kFloat32, {k, n}});
+  const int product = graph.node("MatMul", {x, weights});
+  const int first = graph.node("Neg", {product});
+  const int second = graph.node("Neg", {first});
+  return graph.finish({graph.node("Neg", {second})});
+}
+
 Graph view_chain(int count) {
   BenchGraph graph;
   int x = graph.input({DType::kFloat32, {4, 16}});

@@ -85,6 +85,11 @@ struct KindGraph {
 };
 std::vector<KindGraph> element_kind_graphs(int64_t elements);
 
+// An `m` x `k` by `k` x `n` MatMul (constant weights), then three Negs in a chain: the first
+// reads what the product wrote, the second what an elementwise op wrote (nodes 1 and 2); the
+// third writes the graph's output, which a run hands to its caller rather than to its arena.
+Graph product_then_reads(int64_t m, int64_t k, int64_t n);
+
 // `count` Reshapes of a 4x16 tensor in a chain, alternating 16x4 and 4x16: views only.
 Graph view_chain(int count);
 

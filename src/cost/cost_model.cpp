@@ -1,6 +1,7 @@
 #include "cost/cost_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <set>
 
@@ -24,6 +25,20 @@ std::optional<size_t> index_in(const Node& node, const Graph& graph) {
 }
 
 size_t index(Precision precision) { return static_cast<size_t>(precision); }
+
+// Seconds for `bytes` on a curve of extra times by bytes (ascending, some possibly 0): in
+// proportion to the bytes below the first point and past the last (0 past a last point of 0),
+// linear in log bytes between points.
+double extra_seconds(const std::vector<CalibrationProfile::BandwidthPoint>& points, double bytes) {
+  if (points.empty() || bytes <= 0) return 0;
+  if (bytes <= points.front().bytes) return points.front().seconds * bytes / points.front().bytes;
+  if (bytes >= points.back().bytes) return points.back().seconds * bytes / points.back().bytes;
+  const auto above = std::upper_bound(points.begin(), points.end(), bytes,
+                                      [](double b, const auto& point) { return b < point.bytes; });
+  const auto below = above - 1;
+  const double t = std::log(bytes / below->bytes) / std::log(above->bytes / below->bytes);
+  return below->seconds + t * (above->seconds - below->seconds);
+}
 
 Precision precision_of(DType dtype) {
   switch (dtype) {
@@ -312,6 +327,9 @@ void CostModel::add_device(int device, std::shared_ptr<const CalibrationProfile>
     model.weights = BandwidthCurve(profile->weight_curve, 0);
     model.reorder_in = BandwidthCurve(profile->reorder_in_curve, 0);
     model.reorder_out = BandwidthCurve(profile->reorder_out_curve, 0);
+    model.product_output_reads = profile->product_output_read_curve;
+    std::sort(model.product_output_reads.begin(), model.product_output_reads.end(),
+              [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
     for (const auto& [layouts, points] : profile->depthwise_curves) {
       std::vector<WorkCurve::Point> work;
       for (const auto& point : points)
@@ -356,9 +374,8 @@ double CostModel::bytes_inside_loops(const Node& node, const Graph& graph) const
   const std::optional<size_t> n = index_in(node, graph);
   if (!n) return 0;
   const std::lock_guard<std::mutex> lock(cache_mutex_);
-  LoopBytes& cached = loop_bytes_[&graph];
-  if (cached.values != graph.values.size() || cached.nodes != graph.nodes.size() ||
-      cached.by_node.size() != graph.nodes.size()) {
+  NodeBytes& cached = loop_bytes_[&graph];
+  if (!cached.current(graph)) {
     cached = {graph.values.size(), graph.nodes.size(), std::vector<double>(graph.nodes.size(), 0)};
     std::vector<int> producer(graph.values.size(), -1), readers(graph.values.size(), 0);
     std::vector<int> only_reader(graph.values.size(), -1);
@@ -380,6 +397,51 @@ double CostModel::bytes_inside_loops(const Node& node, const Graph& graph) const
                            static_cast<double>(dtype_size(graph.values[v].type.dtype));
       cached.by_node[from] += bytes;  // not written
       cached.by_node[to] += bytes;    // not read back
+    }
+  }
+  return cached.by_node[*n];
+}
+
+double CostModel::product_output_bytes_read(const Node& node, const Graph& graph) const {
+  const std::optional<size_t> n = index_in(node, graph);
+  if (!n) return 0;
+  const std::lock_guard<std::mutex> lock(cache_mutex_);
+  NodeBytes& cached = product_output_bytes_[&graph];
+  if (!cached.current(graph)) {
+    cached = {graph.values.size(), graph.nodes.size(), std::vector<double>(graph.nodes.size(), 0)};
+    const auto is_view = [](const Node& op) {
+      const OpSchema* schema =
+          op.domain.empty() ? OpRegistry::instance().find(op.op_type) : nullptr;
+      return schema && schema->output_aliases_input;
+    };
+    std::vector<int> producer(graph.values.size(), -1);
+    for (size_t i = 0; i < graph.nodes.size(); ++i) {
+      for (int out : graph.nodes[i].outputs)
+        if (out >= 0) producer[out] = static_cast<int>(i);
+    }
+    // The value a view's output shares its memory with, back to the op that wrote it.
+    const auto written = [&](int value) {
+      while (producer[value] >= 0 && is_view(graph.nodes[producer[value]]) &&
+             !graph.nodes[producer[value]].inputs.empty() &&
+             graph.nodes[producer[value]].inputs[0] >= 0)
+        value = graph.nodes[producer[value]].inputs[0];
+      return value;
+    };
+    std::vector<bool> read(graph.values.size(), false);
+    for (size_t i = 0; i < graph.nodes.size(); ++i) {
+      const Node& reader = graph.nodes[i];
+      if (is_view(reader)) continue;
+      const bool product = gemm_shape(reader, graph).has_value();
+      for (int in : graph.values_read(reader)) {
+        const int source = written(in);
+        const int from = producer[source];
+        if (from < 0 || read[source] || !gemm_shape(graph.nodes[from], graph)) continue;
+        read[source] = true;
+        const TensorType& type = graph.values[in].type;
+        if (!product && is_static(type.shape))
+          cached.by_node[i] +=
+              static_cast<double>(numel(type.shape)) * static_cast<double>(dtype_size(type.dtype));
+      }
     }
   }
   return cached.by_node[*n];
@@ -670,6 +732,12 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
         memory_source = "calibration " + model.profile_file + ": " + node.op_type + " by elements";
       }
     }
+  }
+  // The first read of a matrix product's output, slower than a warm one by what calibration
+  // measured for its bytes.
+  if (!model.product_output_reads.empty()) {
+    const double bytes = product_output_bytes_read(node, graph);
+    if (bytes > 0) time.memory_seconds += extra_seconds(model.product_output_reads, bytes);
   }
   time.overhead_seconds = figures.launch_overhead.value + reorder_seconds;
   const Figure* overhead_figure = &figures.launch_overhead;

@@ -125,6 +125,9 @@ class CostModel {
     std::map<std::string, WorkCurve, std::less<>> element_curves;
     // A convolution's reorders of an NCHW input in and of its output out, by their bytes.
     BandwidthCurve reorder_in, reorder_out;
+    // What the first reader of a matrix product's output pays beyond reading it warm: the
+    // profile's points, by ascending bytes.
+    std::vector<CalibrationProfile::BandwidthPoint> product_output_reads;
     // Spatial convolutions' (kernels larger than 1x1) times by their GEMM FLOPs, less a Conv's
     // fixed cost; empty where they run on the GEMM curve.
     WorkCurve convolutions;
@@ -135,6 +138,10 @@ class CostModel {
   // between two elementwise ops, read by nothing else), cached by graph; 0 for a node not of
   // `graph`.
   double bytes_inside_loops(const Node& node, const Graph& graph) const;
+  // Bytes of `node`'s inputs that a matrix product wrote (through views) and that `node`, not
+  // itself a product or a view, is the first in the graph's order to read; cached by graph; 0
+  // for a node not of `graph`.
+  double product_output_bytes_read(const Node& node, const Graph& graph) const;
 
   OpTime op_time_in(const Node& node, const Graph& graph, int device, double weight_bytes) const;
 
@@ -167,14 +174,19 @@ class CostModel {
     size_t values = 0, nodes = 0;  // as WeightBytes
     std::vector<ActivationLayout> by_node;
   };
-  struct LoopBytes {
+  struct NodeBytes {
     size_t values = 0, nodes = 0;  // as WeightBytes
     std::vector<double> by_node;
+    bool current(const Graph& graph) const {
+      return values == graph.values.size() && nodes == graph.nodes.size() &&
+             by_node.size() == graph.nodes.size();
+    }
   };
   mutable std::mutex cache_mutex_;  // guards the caches below
   mutable std::map<const Graph*, WeightBytes> weight_bytes_;
   mutable std::map<std::pair<const Graph*, BackendKind>, Layouts> layouts_;
-  mutable std::map<const Graph*, LoopBytes> loop_bytes_;
+  mutable std::map<const Graph*, NodeBytes> loop_bytes_;
+  mutable std::map<const Graph*, NodeBytes> product_output_bytes_;
 };
 
 }  // namespace tandem

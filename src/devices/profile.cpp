@@ -249,18 +249,23 @@ class ProfileReader {
       profile.gemm_curve.push_back(point);
     }
 
-    for (const auto& [key, target] : {std::pair{"bandwidth_curve", &profile.bandwidth_curve},
-                                      std::pair{"weight_curve", &profile.weight_curve},
-                                      std::pair{"conv_weight_curve", &profile.conv_weight_curve},
-                                      std::pair{"reorder_in_curve", &profile.reorder_in_curve},
-                                      std::pair{"reorder_out_curve", &profile.reorder_out_curve}}) {
+    for (const auto& [key, target] :
+         {std::pair{"bandwidth_curve", &profile.bandwidth_curve},
+          std::pair{"weight_curve", &profile.weight_curve},
+          std::pair{"conv_weight_curve", &profile.conv_weight_curve},
+          std::pair{"reorder_in_curve", &profile.reorder_in_curve},
+          std::pair{"reorder_out_curve", &profile.reorder_out_curve},
+          std::pair{"product_output_read_curve", &profile.product_output_read_curve}}) {
+      // An extra time may be zero: the first read was no slower at that size.
+      const bool positive_seconds = target != &profile.product_output_read_curve;
       if (!root.contains(key)) continue;
       const json& bandwidth = array_at(root, key, key);
       for (size_t i = 0; i < bandwidth.size(); ++i) {
         const std::string field = std::string(key) + "[" + std::to_string(i) + "]";
         if (!bandwidth[i].is_object()) fail(field, "expected an object");
-        target->push_back({number_at(bandwidth[i], "bytes", field + ".bytes", true),
-                           number_at(bandwidth[i], "seconds", field + ".seconds", true)});
+        target->push_back(
+            {number_at(bandwidth[i], "bytes", field + ".bytes", true),
+             number_at(bandwidth[i], "seconds", field + ".seconds", positive_seconds)});
       }
     }
 
@@ -465,6 +470,8 @@ void write_profile(const std::string& path, const CalibrationProfile& profile) {
     root["reorder_in_curve"] = points_json(profile.reorder_in_curve);
   if (!profile.reorder_out_curve.empty())
     root["reorder_out_curve"] = points_json(profile.reorder_out_curve);
+  if (!profile.product_output_read_curve.empty())
+    root["product_output_read_curve"] = points_json(profile.product_output_read_curve);
   if (profile.view_overhead.known()) root["view_overhead"] = figure_json(profile.view_overhead);
   if (profile.subgraph_run_overhead.known()) {
     root["subgraph_run_overhead"] = figure_json(profile.subgraph_run_overhead);

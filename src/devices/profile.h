@@ -59,6 +59,14 @@ struct CalibrationProfile {
   // output back, by the activation's bytes: 1x1 Convs timed with the side NCHW less the same
   // with it channels-last. Empty in older profiles and where no kernel reorders.
   std::vector<BandwidthPoint> reorder_in_curve, reorder_out_curve;
+  // What reading a matrix product's output costs the op that reads it first beyond reading a
+  // tensor an elementwise op wrote, by the tensor's bytes (ascending): a MatMul then Negs in a
+  // chain, the first Neg's kernel time less the second's, 0 where it was no slower (a tensor
+  // past the caches is read as slowly either way). The product writes in blocks, partitioned
+  // among the threads otherwise than an elementwise kernel reads, with its weights streamed
+  // through the caches meanwhile: on a 2-vCPU Xeon a Neg of a 128x1024 product's output took
+  // 26 us, the Neg after it 13. Empty in older profiles and on compiled devices.
+  std::vector<BandwidthPoint> product_output_read_curve;
   std::map<std::string, double> op_seconds;  // op_signature -> median seconds per call
   // Executor costs that are not a kernel's (absent in profiles written before they were
   // measured: then a view costs nothing and a subgraph run only its ops):

@@ -171,6 +171,18 @@ TEST(Profile, ElementCurvePointWithoutTimeIsRejected) {
       "op_element_curves[\"Pad\"][0].seconds");
 }
 
+TEST(Profile, ProductReadsMayCostNothingExtraButNotLessThanNothing) {
+  const auto with_point = [](const std::string& seconds) {
+    return profile_text_with("\"op_seconds\"",
+                             "\"product_output_read_curve\": [{\"bytes\": 4194304, \"seconds\": " +
+                                 seconds + "}], \"op_seconds\"");
+  };
+  const std::string path = temp_path("product_reads.json");
+  write_text(path, with_point("0"));
+  EXPECT_EQ(read_profile(path).product_output_read_curve.at(0).seconds, 0);
+  expect_rejected(with_point("-1e-6"), "product_output_read_curve[0].seconds");
+}
+
 TEST(Profile, OtherJsonIsNotAProfile) { expect_rejected("{\"devices\": []}", "field 'format'"); }
 
 }  // namespace

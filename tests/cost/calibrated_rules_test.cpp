@@ -400,6 +400,66 @@ TEST(CalibratedCost, AConvolutionPaysTheReordersOfItsNchwSides) {
   EXPECT_EQ(time_of(model, alone).overhead_seconds, 2e-6);
 }
 
+TEST(CalibratedCost, TheFirstReaderOfAProductsOutputPaysItsMeasuredExtra) {
+  CalibrationProfile profile = cache_profile();
+  // 25 GB/s of extra time up to 1 MiB, none from 8 MiB (past the caches either way).
+  profile.product_output_read_curve = {{1 << 20, (1 << 20) / 25e9}, {8 << 20, 0}};
+  const CostModel model(profiled_cluster(), {{kCpu, profile}});
+  // A MatMul's 512 KiB output, reshaped (a view), then read by a Neg, which a second Neg reads;
+  // a second MatMul reads the first Neg's output, and an Add reads both products' outputs.
+  GraphBuilder builder;
+  const auto shape = [&](const std::string& name, std::vector<int64_t> dims) {
+    const int64_t rank = static_cast<int64_t>(dims.size());
+    return builder.constant(name, Tensor::from_vector<int64_t>(DType::kInt64, {rank}, dims));
+  };
+  const int x = builder.input("x", DType::kFloat32, {128, 256});
+  const int product =
+      builder.node("MatMul", {x, builder.constant("w", DType::kFloat32, {256, 1024})});
+  const int flat = builder.node("Reshape", {product, shape("flat", {128 * 1024})});
+  const int first = builder.node("Neg", {flat});
+  const int second = builder.node("Neg", {first});
+  const int rows = builder.node("Reshape", {first, shape("rows", {128, 1024})});
+  const int again =
+      builder.node("MatMul", {rows, builder.constant("v", DType::kFloat32, {1024, 1024})});
+  const int sum = builder.node("Add", {again, product});
+  const Graph graph = builder.infer({second, sum});
+  const auto node_of = [&](int value) -> const Node& {
+    for (const Node& node : graph.nodes)
+      if (node.outputs[0] == value) return node;
+    throw std::logic_error("no producer");
+  };
+  const CostModel warm(profiled_cluster(), {{kCpu, cache_profile()}});
+  const auto extra = [&](int value) {
+    const Node& node = node_of(value);
+    return model.op_time(node, graph, kCpu).memory_seconds -
+           warm.op_time(node, graph, kCpu).memory_seconds;
+  };
+  const double bytes = 4.0 * 128 * 1024;
+  // Through the view, the first Neg reads what the product wrote; the second reads it warm.
+  EXPECT_NEAR(extra(first), bytes / 25e9, 1e-15);
+  EXPECT_EQ(extra(second), 0);
+  // The Add reads the second product's output first; the first product's was read already.
+  EXPECT_NEAR(extra(sum), bytes / 25e9, 1e-15);
+  // A product reading a product's output is priced by its own curve: nothing added.
+  EXPECT_EQ(extra(again), 0);
+  // Between the points, the extra time falls linearly in log bytes; past the last, none.
+  // (The cost model's caches know a graph by its address: both graphs live side by side.)
+  const auto product_then_neg = [](int64_t rows) {
+    GraphBuilder large;
+    const int input = large.input("x", DType::kFloat32, {rows, 256});
+    const int out =
+        large.node("MatMul", {input, large.constant("w", DType::kFloat32, {256, 1024})});
+    return large.infer({large.node("Neg", {out})});
+  };
+  const Graph two_mib = product_then_neg(512), sixteen_mib = product_then_neg(4096);
+  const auto first_read_of = [&](const Graph& chain) {
+    return model.op_time(chain.nodes[1], chain, kCpu).memory_seconds -
+           warm.op_time(chain.nodes[1], chain, kCpu).memory_seconds;
+  };
+  EXPECT_NEAR(first_read_of(two_mib), (1 << 20) / 25e9 * 2.0 / 3.0, 1e-12);
+  EXPECT_EQ(first_read_of(sixteen_mib), 0);
+}
+
 TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   CalibrationProfile profile;
   profile.device_name = "cpu: test";
@@ -414,6 +474,7 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   profile.conv_curve = {{1e6, 20e-6}, {2e8, 1e-3}};
   profile.reorder_in_curve = {{1 << 18, 1e-5}};
   profile.reorder_out_curve = {{1 << 18, 2e-5}, {1 << 20, 5e-5}};
+  profile.product_output_read_curve = {{1 << 16, 4e-6}, {1 << 22, 1.7e-4}};
   const std::string path = ::testing::TempDir() + "/costfix_profile.json";
   write_profile(path, profile);
   const CalibrationProfile read = read_profile(path);
@@ -438,6 +499,9 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   EXPECT_EQ(read.reorder_in_curve[0].seconds, 1e-5);
   ASSERT_EQ(read.reorder_out_curve.size(), 2u);
   EXPECT_EQ(read.reorder_out_curve[1].bytes, 1 << 20);
+  ASSERT_EQ(read.product_output_read_curve.size(), 2u);
+  EXPECT_EQ(read.product_output_read_curve[1].bytes, 1 << 22);
+  EXPECT_EQ(read.product_output_read_curve[1].seconds, 1.7e-4);
   // A profile written before these fields existed has none of them.
   CalibrationProfile older;
   older.device_name = "cpu: old";
@@ -452,6 +516,7 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   EXPECT_TRUE(old.depthwise_curves.empty());
   EXPECT_TRUE(old.conv_curve.empty());
   EXPECT_TRUE(old.reorder_in_curve.empty());
+  EXPECT_TRUE(old.product_output_read_curve.empty());
   std::remove(path.c_str());
 }
 
