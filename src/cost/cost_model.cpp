@@ -370,81 +370,93 @@ double CostModel::run_weight_bytes(const Graph& graph) const {
   return cached.bytes;
 }
 
-double CostModel::bytes_inside_loops(const Node& node, const Graph& graph) const {
+// Per node of `graph`: the bytes of its inputs and output that a compiled program keeps inside
+// one loop (values between two elementwise ops, read by nothing else).
+std::vector<double> bytes_inside_loops_by_node(const Graph& graph) {
+  std::vector<double> by_node(graph.nodes.size(), 0);
+  std::vector<int> producer(graph.values.size(), -1), readers(graph.values.size(), 0);
+  std::vector<int> only_reader(graph.values.size(), -1);
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    for (int out : graph.nodes[n].outputs)
+      if (out >= 0) producer[out] = static_cast<int>(n);
+    for (int in : graph.values_read(graph.nodes[n])) {
+      ++readers[in];
+      only_reader[in] = static_cast<int>(n);
+    }
+  }
+  for (int out : graph.outputs) readers[out] += 1;  // the caller reads it from memory
+  for (size_t v = 0; v < graph.values.size(); ++v) {
+    const int from = producer[v], to = only_reader[v];
+    if (from < 0 || to < 0 || readers[v] != 1 || !is_elementwise(graph.nodes[from]) ||
+        !is_elementwise(graph.nodes[to]) || !is_static(graph.values[v].type.shape))
+      continue;
+    const double bytes = static_cast<double>(numel(graph.values[v].type.shape)) *
+                         static_cast<double>(dtype_size(graph.values[v].type.dtype));
+    by_node[from] += bytes;  // not written
+    by_node[to] += bytes;    // not read back
+  }
+  return by_node;
+}
+
+// Per node of `graph`: the bytes of its inputs that a matrix product wrote (through views) and
+// that it, not itself a product or a view, is the first in the graph's order to read.
+std::vector<double> product_output_bytes_by_node(const Graph& graph) {
+  std::vector<double> by_node(graph.nodes.size(), 0);
+  const auto is_view = [](const Node& op) {
+    const OpSchema* schema = op.domain.empty() ? OpRegistry::instance().find(op.op_type) : nullptr;
+    return schema && schema->output_aliases_input;
+  };
+  std::vector<int> producer(graph.values.size(), -1);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    for (int out : graph.nodes[i].outputs)
+      if (out >= 0) producer[out] = static_cast<int>(i);
+  }
+  // The value a view's output shares its memory with, back to the op that wrote it.
+  const auto written = [&](int value) {
+    while (producer[value] >= 0 && is_view(graph.nodes[producer[value]]) &&
+           !graph.nodes[producer[value]].inputs.empty() &&
+           graph.nodes[producer[value]].inputs[0] >= 0)
+      value = graph.nodes[producer[value]].inputs[0];
+    return value;
+  };
+  std::vector<bool> read(graph.values.size(), false);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& reader = graph.nodes[i];
+    if (is_view(reader)) continue;
+    const bool product = gemm_shape(reader, graph).has_value();
+    for (int in : graph.values_read(reader)) {
+      const int source = written(in);
+      const int from = producer[source];
+      if (from < 0 || read[source] || !gemm_shape(graph.nodes[from], graph)) continue;
+      read[source] = true;
+      const TensorType& type = graph.values[in].type;
+      if (!product && is_static(type.shape))
+        by_node[i] +=
+            static_cast<double>(numel(type.shape)) * static_cast<double>(dtype_size(type.dtype));
+    }
+  }
+  return by_node;
+}
+
+double CostModel::per_node_figure(std::map<const Graph*, NodeFigures>& cache, const Node& node,
+                                  const Graph& graph,
+                                  std::vector<double> (*compute)(const Graph&)) const {
   const std::optional<size_t> n = index_in(node, graph);
   if (!n) return 0;
   const std::lock_guard<std::mutex> lock(cache_mutex_);
-  NodeBytes& cached = loop_bytes_[&graph];
-  if (!cached.current(graph)) {
-    cached = {graph.values.size(), graph.nodes.size(), std::vector<double>(graph.nodes.size(), 0)};
-    std::vector<int> producer(graph.values.size(), -1), readers(graph.values.size(), 0);
-    std::vector<int> only_reader(graph.values.size(), -1);
-    for (size_t n = 0; n < graph.nodes.size(); ++n) {
-      for (int out : graph.nodes[n].outputs)
-        if (out >= 0) producer[out] = static_cast<int>(n);
-      for (int in : graph.values_read(graph.nodes[n])) {
-        ++readers[in];
-        only_reader[in] = static_cast<int>(n);
-      }
-    }
-    for (int out : graph.outputs) readers[out] += 1;  // the caller reads it from memory
-    for (size_t v = 0; v < graph.values.size(); ++v) {
-      const int from = producer[v], to = only_reader[v];
-      if (from < 0 || to < 0 || readers[v] != 1 || !is_elementwise(graph.nodes[from]) ||
-          !is_elementwise(graph.nodes[to]) || !is_static(graph.values[v].type.shape))
-        continue;
-      const double bytes = static_cast<double>(numel(graph.values[v].type.shape)) *
-                           static_cast<double>(dtype_size(graph.values[v].type.dtype));
-      cached.by_node[from] += bytes;  // not written
-      cached.by_node[to] += bytes;    // not read back
-    }
-  }
+  NodeFigures& cached = cache[&graph];
+  if (cached.values != graph.values.size() || cached.nodes != graph.nodes.size() ||
+      cached.by_node.size() != graph.nodes.size())
+    cached = {graph.values.size(), graph.nodes.size(), compute(graph)};
   return cached.by_node[*n];
 }
 
+double CostModel::bytes_inside_loops(const Node& node, const Graph& graph) const {
+  return per_node_figure(loop_bytes_, node, graph, bytes_inside_loops_by_node);
+}
+
 double CostModel::product_output_bytes_read(const Node& node, const Graph& graph) const {
-  const std::optional<size_t> n = index_in(node, graph);
-  if (!n) return 0;
-  const std::lock_guard<std::mutex> lock(cache_mutex_);
-  NodeBytes& cached = product_output_bytes_[&graph];
-  if (!cached.current(graph)) {
-    cached = {graph.values.size(), graph.nodes.size(), std::vector<double>(graph.nodes.size(), 0)};
-    const auto is_view = [](const Node& op) {
-      const OpSchema* schema =
-          op.domain.empty() ? OpRegistry::instance().find(op.op_type) : nullptr;
-      return schema && schema->output_aliases_input;
-    };
-    std::vector<int> producer(graph.values.size(), -1);
-    for (size_t i = 0; i < graph.nodes.size(); ++i) {
-      for (int out : graph.nodes[i].outputs)
-        if (out >= 0) producer[out] = static_cast<int>(i);
-    }
-    // The value a view's output shares its memory with, back to the op that wrote it.
-    const auto written = [&](int value) {
-      while (producer[value] >= 0 && is_view(graph.nodes[producer[value]]) &&
-             !graph.nodes[producer[value]].inputs.empty() &&
-             graph.nodes[producer[value]].inputs[0] >= 0)
-        value = graph.nodes[producer[value]].inputs[0];
-      return value;
-    };
-    std::vector<bool> read(graph.values.size(), false);
-    for (size_t i = 0; i < graph.nodes.size(); ++i) {
-      const Node& reader = graph.nodes[i];
-      if (is_view(reader)) continue;
-      const bool product = gemm_shape(reader, graph).has_value();
-      for (int in : graph.values_read(reader)) {
-        const int source = written(in);
-        const int from = producer[source];
-        if (from < 0 || read[source] || !gemm_shape(graph.nodes[from], graph)) continue;
-        read[source] = true;
-        const TensorType& type = graph.values[in].type;
-        if (!product && is_static(type.shape))
-          cached.by_node[i] +=
-              static_cast<double>(numel(type.shape)) * static_cast<double>(dtype_size(type.dtype));
-      }
-    }
-  }
-  return cached.by_node[*n];
+  return per_node_figure(product_output_bytes_, node, graph, product_output_bytes_by_node);
 }
 
 ActivationLayout CostModel::activation_layout(const Node& node, const Graph& graph,

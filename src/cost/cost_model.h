@@ -142,6 +142,14 @@ class CostModel {
   // itself a product or a view, is the first in the graph's order to read; cached by graph; 0
   // for a node not of `graph`.
   double product_output_bytes_read(const Node& node, const Graph& graph) const;
+  // `node`'s figure in `cache`'s entry for `graph`, which `compute` (one figure per node) makes
+  // anew when the graph changed since it was made; 0 for a node not of `graph`.
+  struct NodeFigures {
+    size_t values = 0, nodes = 0;  // the graph's size when made, to notice a new graph
+    std::vector<double> by_node;
+  };
+  double per_node_figure(std::map<const Graph*, NodeFigures>& cache, const Node& node,
+                         const Graph& graph, std::vector<double> (*compute)(const Graph&)) const;
 
   OpTime op_time_in(const Node& node, const Graph& graph, int device, double weight_bytes) const;
 
@@ -174,19 +182,11 @@ class CostModel {
     size_t values = 0, nodes = 0;  // as WeightBytes
     std::vector<ActivationLayout> by_node;
   };
-  struct NodeBytes {
-    size_t values = 0, nodes = 0;  // as WeightBytes
-    std::vector<double> by_node;
-    bool current(const Graph& graph) const {
-      return values == graph.values.size() && nodes == graph.nodes.size() &&
-             by_node.size() == graph.nodes.size();
-    }
-  };
   mutable std::mutex cache_mutex_;  // guards the caches below
   mutable std::map<const Graph*, WeightBytes> weight_bytes_;
   mutable std::map<std::pair<const Graph*, BackendKind>, Layouts> layouts_;
-  mutable std::map<const Graph*, NodeBytes> loop_bytes_;
-  mutable std::map<const Graph*, NodeBytes> product_output_bytes_;
+  mutable std::map<const Graph*, NodeFigures> loop_bytes_;
+  mutable std::map<const Graph*, NodeFigures> product_output_bytes_;
 };
 
 }  // namespace tandem
