@@ -134,7 +134,32 @@ class Suite {
         repetition_(repetition_for(options)),
         chooses_layouts_(dynamic_cast<cpu::CpuDevice*>(&device) != nullptr) {}
 
+  // Every benchmark, between two timings of one product: on a VM other tenants can change the
+  // machine's speed by tens of percent within minutes (a 512^3 GEMM took 1.01 ms in one
+  // calibration and 1.03-1.68 ms in the five minutes after it), and the figures between
+  // them are then at different speeds.
   void run() {
+    const double before = speed_reference("start");
+    benchmarks();
+    contention_log().speed_change = speed_reference("end") / before;
+  }
+
+ private:
+  // A 256^3 product's run time through the executor (dispatch and, on a compiled device, the
+  // program's fixed cost included: the same both times).
+  double speed_reference(const char* when) {
+    constexpr int64_t kSide = 256;
+    OpBench bench(device_, single_op_graph("MatMul", {{{DType::kFloat32, {kSide, kSide}}},
+                                                      {{DType::kFloat32, {kSide, kSide}}, true}}));
+    const double seconds = bench.run_seconds(repetition_);
+    record(std::string("speed reference at the ") + when, seconds, "s",
+           "a 256x256x256 fp32 MatMul run through the executor, timed at the calibration's start "
+           "and end, " +
+               median_note());
+    return seconds;
+  }
+
+  void benchmarks() {
     if (device_.compiled()) {
       // Every benchmark below runs as a program of its own: its fixed cost comes first, so
       // that the rates can leave it out. Compiled programs have no view steps or Loops.
@@ -167,7 +192,6 @@ class Suite {
     element_curves();
   }
 
- private:
   Figure measured(double value, const std::string& method) const {
     return calibrate::measured(value, options_, method);
   }

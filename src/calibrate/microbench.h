@@ -30,7 +30,13 @@ struct ContentionLog {
   int contended = 0;        // measurements whose samples were contended
   int unsettled = 0;        // still contended after more runs: the figure may be too slow
   double worst_spread = 1;  // the largest median / 10th percentile seen
+  // The same product's time at the end of the calibration over its time at the start (1 when
+  // not measured): other tenants of a VM change its speed over minutes, and the figures
+  // measured in between were measured at different speeds.
+  double speed_change = 1;
 };
+// Beyond this factor either way, `tandem calibrate` warns that the machine's speed changed.
+inline constexpr double kSpeedChangeWarning = 1.1;
 ContentionLog& contention_log();
 
 // The typical time of one run from `samples`: their median when they are not contended; else

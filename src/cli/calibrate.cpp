@@ -111,7 +111,8 @@ nlohmann::json to_json(const CalibrationProfile& profile, const std::string& pat
            {{"other_processes_cores", quietness.others_cores},
             {"measurements", quietness.contention.measurements},
             {"contended", quietness.contention.contended},
-            {"unsettled", quietness.contention.unsettled}}}};
+            {"unsettled", quietness.contention.unsettled},
+            {"speed_change", quietness.contention.speed_change}}}};
 }
 
 // The models to time, loaded and fused as `tandem run` runs them; loaded before any
@@ -239,6 +240,14 @@ int calibrate_command(const CalibrateOptions& options) {
                  "note: %d of %d measurements varied from run to run (up to %.1fx); their figures "
                  "are the 10th percentile of more runs, not the median\n",
                  contention.contended, contention.measurements, contention.worst_spread);
+  }
+  if (contention.speed_change > calibrate::kSpeedChangeWarning ||
+      contention.speed_change < 1 / calibrate::kSpeedChangeWarning) {
+    std::fprintf(stderr,
+                 "warning: the machine's speed changed while calibrating: the same product took "
+                 "%.2fx as long at the end as at the start, so the figures were measured at "
+                 "different speeds; calibrate again when the machine is steadier\n",
+                 contention.speed_change);
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -97,6 +97,18 @@ TEST(Calibrate, QuickGivesPlausibleFiguresInSeconds) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, 20.0 / kFloor);
+  // The same product timed first and last; their ratio is the speed change the CLI reports.
+  const auto measured = [&](const std::string& name) {
+    for (const auto& row : profile.measurements)
+      if (row.name == name) return row.value;
+    ADD_FAILURE() << "no measurement " << name;
+    return 0.0;
+  };
+  EXPECT_EQ(profile.measurements.front().name, "speed reference at the start");
+  const double start_seconds = measured("speed reference at the start");
+  ASSERT_GT(start_seconds, 0);
+  EXPECT_DOUBLE_EQ(contention_log().speed_change,
+                   measured("speed reference at the end") / start_seconds);
 
   EXPECT_GT(profile.figures.matrix_flops[kFp32].value, 1e9 * kFloor);  // > 1 GFLOP/s
   EXPECT_GT(profile.figures.memory_bandwidth.value, 1e9 * kFloor);     // > 1 GB/s
