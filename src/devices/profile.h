@@ -32,11 +32,12 @@ struct CalibrationProfile {
   std::vector<BandwidthPoint> bandwidth_curve;  // ascending bytes
   // Weights are read once per run, so whether they are still in a cache depends on all the
   // weights a run reads: chains of weight-bound MatMuls (2 rows), each point the run's weight
-  // bytes and the run's time less one dispatch per op. Empty in older profiles.
+  // bytes and the chain's kernel time (its ops' own times; on a compiled device the run less
+  // its fixed cost and one dispatch per op). Empty in older profiles.
   std::vector<BandwidthPoint> weight_curve;  // ascending bytes
   // The same for spatial convolutions' weights: chains of 3x3 convolutions of 512 channels on
-  // 2x2 images (a late layer at a small input), each point the run's weight bytes and its time
-  // less one dispatch per op. Past the caches they get through their weights at well under
+  // 2x2 images (a late layer at a small input), each point the run's weight bytes and the
+  // chain's kernel time, as above. Past the caches they get through their weights at well under
   // the MatMuls' rate (their blocked weights, read tap by tap). Empty in older profiles.
   std::vector<BandwidthPoint> conv_weight_curve;  // ascending bytes
   // Depthwise convolutions (one channel per group), whose time is not a GEMM's: kernel times by
