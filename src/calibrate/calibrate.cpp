@@ -489,15 +489,12 @@ class Suite {
     program_extra_ = std::max(0.0, step - per_op);
   }
 
-  // Weights are read once per run: a chain of MatMuls of 2 rows by square weights (bound by
-  // reading the weights), run again and again, from a run's weights in L2 to past the
-  // last-level cache. The rate is the run's weight bytes over its time less the dispatches.
   // A chain's kernel time: on an eager device the sum of its ops' typical kernel times. Each
   // takes under a millisecond, so a stall beside a busy process hits some ops of some runs and
   // each op's median (or 10th percentile) leaves it out; a whole run of several milliseconds
-  // was stalled every time (9 MiB convolutions' chains came out 1.4x slow). On a compiled
-  // device, whose program has no per-op times, the run less its fixed cost and one dispatch
-  // per op.
+  // was stalled every time (seven 9 MiB convolutions came out at half their quiet rate). On a
+  // compiled device, whose program has no per-op times, the run less its fixed cost and one
+  // dispatch per op.
   double chain_kernel_seconds(OpBench& bench, int ops) {
     const std::vector<double> kernels = bench.per_node_seconds(repetition_);
     if (!kernels.empty()) return std::accumulate(kernels.begin(), kernels.end(), 0.0);
@@ -508,6 +505,9 @@ class Suite {
       "the chain's kernel time (each op's own; a compiled device's run less its fixed cost and "
       "one dispatch per op)";
 
+  // Weights are read once per run: a chain of MatMuls of 2 rows by square weights (bound by
+  // reading the weights), run again and again, from a run's weights in L2 to past the
+  // last-level cache. The rate is the run's weight bytes over the chain's kernel time.
   void weight_curve() {
     for (const auto& [size, count] : weight_chains(options_.quick)) {
       OpBench bench(device_, weight_chain(size, count));
