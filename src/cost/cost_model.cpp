@@ -402,12 +402,10 @@ std::vector<double> bytes_inside_loops_by_node(const Graph& graph) {
 // that it, not itself a product or a view, is the first in the graph's order to read.
 std::vector<double> product_output_bytes_by_node(const Graph& graph) {
   std::vector<double> by_node(graph.nodes.size(), 0);
-  const auto is_view = [](const Node& op) {
-    const OpSchema* schema = op.domain.empty() ? OpRegistry::instance().find(op.op_type) : nullptr;
-    return schema && schema->output_aliases_input;
-  };
   std::vector<int> producer(graph.values.size(), -1);
+  std::vector<bool> product(graph.nodes.size(), false);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    product[i] = gemm_shape(graph.nodes[i], graph).has_value();
     for (int out : graph.nodes[i].outputs)
       if (out >= 0) producer[out] = static_cast<int>(i);
   }
@@ -421,18 +419,14 @@ std::vector<double> product_output_bytes_by_node(const Graph& graph) {
   };
   std::vector<bool> read(graph.values.size(), false);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    const Node& reader = graph.nodes[i];
-    if (is_view(reader)) continue;
-    const bool product = gemm_shape(reader, graph).has_value();
-    for (int in : graph.values_read(reader)) {
+    if (is_view(graph.nodes[i])) continue;
+    for (int in : graph.values_read(graph.nodes[i])) {
       const int source = written(in);
       const int from = producer[source];
-      if (from < 0 || read[source] || !gemm_shape(graph.nodes[from], graph)) continue;
+      if (from < 0 || read[source] || !product[from]) continue;
       read[source] = true;
       const TensorType& type = graph.values[in].type;
-      if (!product && is_static(type.shape))
-        by_node[i] +=
-            static_cast<double>(numel(type.shape)) * static_cast<double>(dtype_size(type.dtype));
+      if (!product[i] && is_static(type.shape)) by_node[i] += type_bytes(type);
     }
   }
   return by_node;
@@ -497,9 +491,7 @@ OpTime CostModel::op_time_in(const Node& node, const Graph& graph, int device,
       return time;
     }
   }
-  const OpSchema* schema =
-      node.domain.empty() ? OpRegistry::instance().find(node.op_type) : nullptr;
-  if (schema && schema->output_aliases_input) {
+  if (is_view(node)) {
     // No kernel runs; the executor's step for it is measured by a calibration.
     OpTime time;
     time.source = "view, no kernel";

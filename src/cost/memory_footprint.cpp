@@ -35,12 +35,6 @@ void add_constants(const Graph& graph, const std::vector<int>& values, std::set<
   }
 }
 
-bool is_view(const Node& node) {
-  if (!node.domain.empty()) return false;
-  const OpSchema* schema = OpRegistry::instance().find(node.op_type);
-  return schema && schema->output_aliases_input;
-}
-
 }  // namespace
 
 double weights_bytes(const Graph& graph, std::span<const int> nodes) {

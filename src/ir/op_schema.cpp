@@ -59,6 +59,12 @@ bool is_elementwise(const Node& node) {
   return schema && schema->elementwise;
 }
 
+bool is_view(const Node& node) {
+  const OpSchema* schema =
+      node.domain.empty() ? OpRegistry::instance().find(node.op_type) : nullptr;
+  return schema && schema->output_aliases_input;
+}
+
 OpCost default_cost(const Node&, std::span<const TensorType> inputs,
                     std::span<const TensorType> outputs) {
   OpCost cost;

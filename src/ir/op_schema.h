@@ -89,6 +89,9 @@ class OpRegistry {
 
 // Whether `node` is an op of the default domain whose schema is `elementwise`.
 bool is_elementwise(const Node& node);
+// Whether `node` is an op of the default domain whose output aliases its input (a view: a
+// Reshape, a Squeeze... no kernel runs).
+bool is_view(const Node& node);
 
 OpCost default_cost(const Node& node, std::span<const TensorType> inputs,
                     std::span<const TensorType> outputs);
