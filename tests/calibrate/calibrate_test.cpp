@@ -151,10 +151,10 @@ TEST(Calibrate, QuickGivesPlausibleFiguresInSeconds) {
     EXPECT_LT(points[1].elements, points[2].elements) << kind;
     for (const auto& point : points) EXPECT_GT(point.seconds, 0) << kind;
   }
-  // The first read of a product's output, at one size: its extra time, 0 where no slower.
+  // The first read of a product's output, at one size (its extra time is clamped at 0 where
+  // the first read was no slower, so only the point's presence and size are checked).
   ASSERT_EQ(profile.product_output_read_curve.size(), 1u);
   EXPECT_EQ(profile.product_output_read_curve[0].bytes, 4.0 * 128 * 1024);
-  EXPECT_GE(profile.product_output_read_curve[0].seconds, 0);
   // Depthwise convolutions in all four layouts, each shape once.
   ASSERT_EQ(profile.depthwise_curves.size(), 4u);
   for (const auto& [layouts, points] : profile.depthwise_curves) {
