@@ -1,9 +1,11 @@
 // Predicted time of one model on the local CPU, as the cost model sees it, for
 // predict_vs_measure.py: the graph `tandem run` runs (constants folded and fused, unless
 // --no-fusion), every
-// top-level op costed on a local cluster built from a calibration profile. Prints JSON.
+// top-level op costed on a local cluster built from a calibration profile, or on one device of a
+// cluster file (a PJRT device is priced as the program its plugin compiles). Prints JSON.
 //
-// Usage: predict_model MODEL [--dim NAME=N]... [--profile FILE] [--no-fusion]
+// Usage: predict_model MODEL [--dim NAME=N]... [--profile FILE | --cluster FILE --device ID]
+//        [--no-fusion]
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -23,6 +25,8 @@ using namespace tandem;
 struct Arguments {
   std::string model;
   std::string profile;
+  std::string cluster;
+  std::string device;
   bool fuse = true;
   ImportOptions import;
 };
@@ -39,6 +43,10 @@ Arguments parse(int argc, char** argv) {
       arguments.import.dims[dim.substr(0, equals)] = std::stoll(dim.substr(equals + 1));
     } else if (argument == "--profile" && has_value) {
       arguments.profile = argv[++i];
+    } else if (argument == "--cluster" && has_value) {
+      arguments.cluster = argv[++i];
+    } else if (argument == "--device" && has_value) {
+      arguments.device = argv[++i];
     } else if (argument == "--no-fusion") {
       arguments.fuse = false;
     } else if (arguments.model.empty() && argument.rfind("--", 0) != 0) {
@@ -46,10 +54,14 @@ Arguments parse(int argc, char** argv) {
     } else {
       throw InputError(argument,
                        "unknown argument (usage: predict_model MODEL [--dim NAME=N]... "
-                       "[--profile FILE] [--no-fusion])");
+                       "[--profile FILE | --cluster FILE --device ID] [--no-fusion])");
     }
   }
   if (arguments.model.empty()) throw InputError("predict_model", "no model given");
+  if (arguments.cluster.empty() != arguments.device.empty())
+    throw InputError("predict_model", "--cluster and --device go together");
+  if (!arguments.cluster.empty() && !arguments.profile.empty())
+    throw InputError("predict_model", "--profile or --cluster, not both");
   return arguments;
 }
 
@@ -58,7 +70,16 @@ nlohmann::json predict(const Arguments& arguments) {
   // As `tandem run` prepares it: shapes computed from constants (a detector's resize) are only
   // known once folded, and an unknown dim counts as 1 in the FLOPs.
   if (arguments.fuse) prepare_for_inference(model.graph);
-  const Cluster cluster = local_cluster(arguments.profile);
+  const Cluster cluster = arguments.cluster.empty() ? local_cluster(arguments.profile)
+                                                    : load_cluster(arguments.cluster);
+  int device = 0;
+  if (!arguments.device.empty()) {
+    device = -1;
+    for (size_t i = 0; i < cluster.devices.size(); ++i) {
+      if (cluster.devices[i].id == arguments.device) device = static_cast<int>(i);
+    }
+    if (device < 0) throw InputError(arguments.cluster, "no device " + arguments.device);
+  }
   const CostModel costs(cluster);
   const Graph& graph = model.graph;
 
@@ -72,9 +93,9 @@ nlohmann::json predict(const Arguments& arguments) {
   double total = 0;
   nlohmann::json per_node = nlohmann::json::array();
   for (const Node& node : graph.nodes) {
-    const OpTime time = costs.op_time(node, graph, 0);
+    const OpTime time = costs.op_time(node, graph, device);
     total += time.seconds;
-    const ActivationLayout layout = costs.activation_layout(node, graph, 0);
+    const ActivationLayout layout = costs.activation_layout(node, graph, device);
     per_node.push_back(
         {{"node", node.name},
          {"layout", depthwise_layout_key(layout.input_channels_last, layout.output_channels_last)},
@@ -100,7 +121,7 @@ nlohmann::json predict(const Arguments& arguments) {
   }
   return {{"model", model.path},
           {"profile", arguments.profile},
-          {"device", cluster.devices[0].id},
+          {"device", cluster.devices[device].id},
           {"nodes", graph.nodes.size()},
           {"total_seconds", total},
           {"op_types", op_types},

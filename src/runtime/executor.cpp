@@ -86,6 +86,11 @@ Tensor GraphExecutor::resident(const Tensor& tensor) {
                                                                   : device_.receive(tensor);
 }
 
+Tensor GraphExecutor::output_tensor(DType dtype, Shape shape) {
+  return device_.memory() ? device_.allocate(dtype, std::move(shape))
+                          : output_memory_.allocate(dtype, std::move(shape));
+}
+
 GraphExecutor::~GraphExecutor() = default;
 
 void GraphExecutor::finish() {
@@ -170,7 +175,13 @@ std::vector<Tensor> GraphExecutor::run(std::span<const Tensor> inputs,
     const bool in_arena =
         arena_begin && data >= arena_begin && data < arena_begin + plan_.arena_bytes;
     // The next run reuses the arena: an output there is copied out of it (within the device).
-    outputs.push_back(in_arena ? device_.receive(tensor) : tensor);
+    if (in_arena && !device_.memory()) {
+      Tensor copy = output_tensor(tensor.dtype(), tensor.shape());
+      std::memcpy(copy.raw(), tensor.raw(), tensor.nbytes());
+      outputs.push_back(std::move(copy));
+    } else {
+      outputs.push_back(in_arena ? device_.receive(tensor) : tensor);
+    }
   }
   return outputs;
 }
@@ -212,9 +223,10 @@ void GraphExecutor::run_step(Step& step, std::vector<Tensor>& env) {
         const int out = node.outputs[i];
         if (out < 0 || step.schema->data_dependent_shape || !is_static(shapes[i])) continue;
         const DType dtype = graph_.values[out].type.dtype;
+        // Every statically shaped value has an arena slot but the graph's outputs.
         const int slot = planned_slot_[out];
         outputs[i] = slot >= 0 ? arena_.view(plan_.offsets[slot], dtype, shapes[i])
-                               : device_.allocate(dtype, shapes[i]);
+                               : output_tensor(dtype, shapes[i]);
       }
       step.kernel->run(inputs, outputs);
       break;

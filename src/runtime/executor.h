@@ -9,6 +9,7 @@
 #include "backends/device.h"
 #include "ir/graph.h"
 #include "runtime/memory_plan.h"
+#include "runtime/recycled_memory.h"
 
 namespace tandem {
 
@@ -54,6 +55,9 @@ class GraphExecutor {
   void plan_buffers();
   // `tensor` in the device's memory: itself when it is there already.
   Tensor resident(const Tensor& tensor);
+  // Memory for a graph output, which the caller keeps: on a host device, what an earlier run's
+  // caller has let go of (output_memory_), else fresh.
+  Tensor output_tensor(DType dtype, Shape shape);
   // Integer inputs up to this size are read back to the host for shape inference.
   static constexpr int64_t kMaxShapeLikeElements = 4096;
 
@@ -69,6 +73,8 @@ class GraphExecutor {
   std::vector<Tensor> constants_;  // value id -> the constant in the device's memory
   NodeObserver observer_;
   std::unique_ptr<GraphProgram> program_;  // compiled devices only
+  // Two runs' outputs: the caller holds one run's while the next run writes its own.
+  RecycledHostMemory output_memory_{2 * graph_.outputs.size()};
 };
 
 }  // namespace tandem

@@ -60,6 +60,39 @@ TEST(Executor, ChainReusesArenaBuffers) {
 // Regression: a plan's device worker runs kernels that the main thread compiled. oneDNN's
 // default scratchpad belonged to the compiling thread, so ResNet-18's 7x7 stem at 224x224 (an
 // im2col convolution with a large scratchpad) wrote out of bounds from the worker: SIGSEGV.
+// A run's outputs are the caller's to keep, however the executor recycles their memory once
+// let go of (RecycledHostMemory, tested on its own).
+TEST(Executor, OutputsTheCallerHoldsAreNeverWrittenByALaterRun) {
+  Graph graph;
+  graph.opset = 17;
+  const int x = graph.add_value("x", {DType::kFloat32, {4096}});
+  graph.inputs = {x};
+  const int relu = add_node(graph, "Relu", {x});
+  const int neg = add_node(graph, "Neg", {relu});
+  graph.outputs = {neg, relu};  // a kernel's output, and one that is also read by a kernel
+  infer_graph(graph);
+  cpu::CpuDevice device;
+  GraphExecutor executor(graph, device);
+  const auto input = [](float value) {
+    return std::vector<Tensor>{floats({4096}, std::vector<float>(4096, value))};
+  };
+  std::vector<Tensor> first = executor.run(input(1.0f));
+  EXPECT_TRUE(first[0].owns_storage_alone());  // handed to Python without a copy
+  const void* first_address = first[0].raw();
+  // Held by the caller: the next run writes elsewhere, and leaves these values as they were.
+  std::vector<Tensor> second = executor.run(input(2.0f));
+  EXPECT_NE(second[0].raw(), first_address);
+  EXPECT_EQ(first[0].data<float>()[4095], -1.0f);
+  EXPECT_EQ(first[1].data<float>()[0], 1.0f);
+  first.clear();
+  // The first run's memory is free to be written again; the second's is still held.
+  const std::vector<Tensor> third = executor.run(input(3.0f));
+  EXPECT_NE(third[0].raw(), second[0].raw());
+  EXPECT_EQ(third[0].data<float>()[4095], -3.0f);
+  EXPECT_EQ(third[1].data<float>()[4095], 3.0f);
+  EXPECT_EQ(second[0].data<float>()[0], -2.0f);
+}
+
 TEST(Executor, KernelsCompiledOnOneThreadRunOnAnother) {
   Graph graph;
   graph.opset = 17;
