@@ -220,29 +220,30 @@ class Suite {
     double best_rate = 0;
     std::string best_name;
     for (const GemmShape& shape : gemm_shapes(options_.quick)) {
-      // A long product is timed in row blocks (1024^3 ran 1.8x slower beside one spinning
-      // process, its blocks of 128 rows not at all; on a quiet machine the blocks take within
-      // a few percent of the whole).
+      // A long product is timed in blocks (1024^3 ran 1.8x slower beside one spinning process,
+      // its blocks of 128 rows not at all; on a quiet machine the blocks take within a few
+      // percent of the whole).
       const double flops = 2.0 * static_cast<double>(shape.m * shape.n * shape.k);
-      const int64_t blocks = gemm_row_blocks(shape.m, flops, best_rate);
-      const int64_t rows = shape.m / blocks;
+      const GemmBlocks blocks = gemm_blocks(shape.m, shape.n, shape.k, best_rate);
+      const GemmShape block{shape.m / blocks.rows, shape.n / blocks.columns,
+                            shape.k / blocks.depth};
       OpBench bench(device_,
-                    single_op_graph("MatMul", {{{DType::kFloat32, {rows, shape.k}}},
-                                               {{DType::kFloat32, {shape.k, shape.n}}, true}}));
+                    single_op_graph("MatMul", {{{DType::kFloat32, {block.m, block.k}}},
+                                               {{DType::kFloat32, {block.k, block.n}}, true}}));
       const std::string name = "gemm " + joined({shape.m, shape.n, shape.k});
       const std::optional<double> block_seconds = kernel_seconds(bench);
       if (!block_seconds) {
         record(name, bench.cost().flops / bench.run_seconds(repetition_), "FLOP/s", kSwamped);
         continue;
       }
-      const double seconds = *block_seconds * static_cast<double>(blocks);
+      const double seconds = *block_seconds * static_cast<double>(blocks.count());
       profile_.gemm_curve.push_back({shape.m, shape.n, shape.k, seconds});
       const double rate = flops / seconds;
       record(name, rate, "FLOP/s",
              "fp32 MatMul m x n x k, constant B, kernel time" +
-                 (blocks > 1 ? " of " + std::to_string(blocks) + " row blocks of " +
-                                   joined({rows, shape.n, shape.k}) + " each timed alone"
-                             : std::string()) +
+                 (blocks.count() > 1 ? " of " + std::to_string(blocks.count()) + " blocks of " +
+                                           joined({block.m, block.n, block.k}) + " each timed alone"
+                                     : std::string()) +
                  ", " + median_note());
       if (rate > best_rate) {
         best_rate = rate;
@@ -679,16 +680,27 @@ class Suite {
 
 }  // namespace
 
-int64_t gemm_row_blocks(int64_t m, double flops, double rate) {
+GemmBlocks gemm_blocks(int64_t m, int64_t n, int64_t k, double rate) {
   constexpr double kLongestRun = 1e-3;
   // Fewer rows run below the whole's rate: XLA's CPU plugin timed 128x3072x768 in blocks of 32
-  // rows at half the rate of blocks of 64, which itself gives 1024^3 a fifth below 128's.
-  constexpr int64_t kFewestRows = 128;
-  int64_t blocks = 1;
-  while (rate > 0 && m % (2 * blocks) == 0 && m / (2 * blocks) >= kFewestRows &&
-         flops / static_cast<double>(blocks) / rate > kLongestRun) {
-    blocks *= 2;
-  }
+  // rows at half the rate of blocks of 64, which itself gives 1024^3 a fifth below 128's. A
+  // transformer's 128-token product is split across its weights instead: on a 2-vCPU Xeon,
+  // oneDNN ran 128x3072x768 as four blocks of 768 columns, or of 768 deep, within the noise of
+  // the whole (2.4-3.3 ms), blocks of 384 or 192 up to a fifth slower.
+  constexpr int64_t kFewestRows = 128, kFewestColumns = 512, kFewestDepth = 512;
+  GemmBlocks blocks;
+  if (rate <= 0) return blocks;
+  const auto block_seconds = [&] {
+    return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) /
+           static_cast<double>(blocks.count()) / rate;
+  };
+  const auto halve = [&](int64_t size, int64_t fewest, int64_t& count) {
+    while (size % (2 * count) == 0 && size / (2 * count) >= fewest && block_seconds() > kLongestRun)
+      count *= 2;
+  };
+  halve(m, kFewestRows, blocks.rows);
+  halve(n, kFewestColumns, blocks.columns);
+  halve(k, kFewestDepth, blocks.depth);
   return blocks;
 }
 

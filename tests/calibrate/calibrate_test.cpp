@@ -70,20 +70,26 @@ TEST(Calibrate, OtherProcessesCpuIsWhatTheMachineUsedBeyondOurs) {
   EXPECT_EQ(others_cores(unknown, after, 0.2), 0.0);
 }
 
-TEST(Calibrate, LongProductsAreTimedInRowBlocksOfUnderAMillisecond) {
+TEST(Calibrate, LongProductsAreTimedInBlocksOfUnderAMillisecond) {
   const double rate = 450e9;
-  const auto flops = [](double m, double n, double k) { return 2 * m * n * k; };
+  const auto blocks = [&](int64_t m, int64_t n, int64_t k, double at) {
+    const GemmBlocks b = gemm_blocks(m, n, k, at);
+    return std::vector<int64_t>{b.rows, b.columns, b.depth};
+  };
+  using Blocks = std::vector<int64_t>;
   // 1024^3 takes 4.8 ms: 8 blocks of 128 rows, 0.6 ms each.
-  EXPECT_EQ(gemm_row_blocks(1024, flops(1024, 1024, 1024), rate), 8);
-  EXPECT_EQ(gemm_row_blocks(768, flops(768, 768, 768), rate), 4);  // 2 ms: blocks of 192 rows
-  EXPECT_EQ(gemm_row_blocks(512, flops(512, 512, 512), rate), 1);  // 0.6 ms
-  // Not below 128 rows a block, however long: a transformer's 128-token product stays whole,
-  // and a slower machine's 1024^3 keeps blocks of 128.
-  EXPECT_EQ(gemm_row_blocks(128, flops(128, 3072, 768), rate), 1);
-  EXPECT_EQ(gemm_row_blocks(1024, flops(1024, 1024, 1024), rate / 4), 8);
-  // Rows that do not halve, or no rate measured yet: timed whole.
-  EXPECT_EQ(gemm_row_blocks(1, flops(1, 1 << 20, 1 << 20), rate), 1);
-  EXPECT_EQ(gemm_row_blocks(1024, flops(1024, 1024, 1024), 0), 1);
+  EXPECT_EQ(blocks(1024, 1024, 1024, rate), (Blocks{8, 1, 1}));
+  EXPECT_EQ(blocks(768, 768, 768, rate), (Blocks{4, 1, 1}));  // 2 ms: blocks of 192 rows
+  EXPECT_EQ(blocks(512, 512, 512, rate), (Blocks{1, 1, 1}));  // 0.6 ms
+  // Not below 128 rows a block: a transformer's 128-token product (2.4 ms at 250 GFLOP/s) is
+  // split across its weights' columns, or where they are too few, across its depth.
+  EXPECT_EQ(blocks(128, 3072, 768, 250e9), (Blocks{1, 4, 1}));
+  EXPECT_EQ(blocks(128, 768, 3072, 250e9), (Blocks{1, 1, 4}));
+  // A slower machine's 1024^3 keeps blocks of 128 rows, then 512 columns, then 512 deep.
+  EXPECT_EQ(blocks(1024, 1024, 1024, rate / 4), (Blocks{8, 2, 2}));
+  // Sizes that do not halve, or no rate measured yet: timed whole.
+  EXPECT_EQ(blocks(1, 1023, 1023, 1e6), (Blocks{1, 1, 1}));
+  EXPECT_EQ(blocks(1024, 1024, 1024, 0), (Blocks{1, 1, 1}));
 }
 
 TEST(Calibrate, QuickGivesPlausibleFiguresInSeconds) {
