@@ -400,14 +400,24 @@ class Suite {
   // bias Add over 8192 elements 4–7 µs, priced 1.3): each kind's kernel time at three sizes,
   // by the elements it writes (rated_elements).
   void element_curves() {
+    std::map<std::string, std::vector<std::unique_ptr<OpBench>>> benches;
     for (const int64_t elements : {int64_t{4096}, int64_t{32768}, int64_t{262144}}) {
-      for (KindGraph& kind : element_kind_graphs(elements)) {
-        OpBench bench(device_, std::move(kind.graph));
-        const double seconds = bench.node_seconds(repetition_);
-        const double written = rated_elements(bench.graph().nodes.front(), bench.graph());
-        profile_.op_element_curves[kind.op_type].push_back({written, seconds});
-        record(kind.op_type + " of " + std::to_string(static_cast<int64_t>(written)) + " elements",
-               seconds, "s", "kernel time, elements written (a NonZero: read), " + median_note());
+      for (KindGraph& kind : element_kind_graphs(elements))
+        benches[kind.op_type].push_back(std::make_unique<OpBench>(device_, std::move(kind.graph)));
+    }
+    for (const auto& [op_type, kind_benches] : benches) {
+      std::vector<double> written, seconds;
+      for (const auto& bench : kind_benches) {
+        written.push_back(rated_elements(bench->graph().nodes.front(), bench->graph()));
+        seconds.push_back(bench->node_seconds(repetition_));
+      }
+      settle_curve(written, seconds,
+                   [&](size_t i) { return kind_benches[i]->node_seconds(repetition_); });
+      for (size_t i = 0; i < kind_benches.size(); ++i) {
+        profile_.op_element_curves[op_type].push_back({written[i], seconds[i]});
+        record(op_type + " of " + std::to_string(static_cast<int64_t>(written[i])) + " elements",
+               seconds[i], "s",
+               "kernel time, elements written (a NonZero: read), " + median_note());
       }
     }
   }
@@ -510,14 +520,25 @@ class Suite {
   // reading the weights), run again and again, from a run's weights in L2 to past the
   // last-level cache. The rate is the run's weight bytes over the chain's kernel time.
   void weight_curve() {
+    std::vector<std::unique_ptr<OpBench>> benches;
+    std::vector<int> counts;
+    std::vector<int64_t> sizes;
+    std::vector<double> bytes, seconds;
     for (const auto& [size, count] : weight_chains(options_.quick)) {
-      OpBench bench(device_, weight_chain(size, count));
-      const double bytes = 4.0 * static_cast<double>(size * size * count);
-      const double seconds = chain_kernel_seconds(bench, count);
-      if (seconds <= 0) continue;
-      profile_.weight_curve.push_back({bytes, seconds});
-      record("weight streaming " + binary_size(bytes), bytes / seconds, "B/s",
-             std::to_string(count) + " fp32 MatMuls of 2x" + std::to_string(size) + " by " +
+      benches.push_back(std::make_unique<OpBench>(device_, weight_chain(size, count)));
+      counts.push_back(count);
+      sizes.push_back(size);
+      bytes.push_back(4.0 * static_cast<double>(size * size * count));
+      seconds.push_back(chain_kernel_seconds(*benches.back(), count));
+    }
+    settle_curve(bytes, seconds,
+                 [&](size_t i) { return chain_kernel_seconds(*benches[i], counts[i]); });
+    for (size_t i = 0; i < benches.size(); ++i) {
+      if (seconds[i] <= 0) continue;
+      profile_.weight_curve.push_back({bytes[i], seconds[i]});
+      const int64_t size = sizes[i];
+      record("weight streaming " + binary_size(bytes[i]), bytes[i] / seconds[i], "B/s",
+             std::to_string(counts[i]) + " fp32 MatMuls of 2x" + std::to_string(size) + " by " +
                  joined({size, size}) + " constant weights in a chain, weight bytes / " +
                  kChainTime + ", " + median_note());
     }
@@ -527,14 +548,22 @@ class Suite {
   // blocked weights are read tap by tap, and past the caches they stream at a fraction of the
   // MatMuls' rate. The rate includes the convolutions' compute (a small part: 8 output rows).
   void conv_weight_curve() {
+    std::vector<std::unique_ptr<OpBench>> benches;
+    std::vector<int> counts;
+    std::vector<double> bytes, seconds;
     for (int count : conv_weight_chains(options_.quick)) {
-      OpBench bench(device_, conv_weight_chain(count));
-      const double bytes = 4.0 * 512 * 512 * 9 * count;
-      const double seconds = chain_kernel_seconds(bench, count);
-      if (seconds <= 0) continue;
-      profile_.conv_weight_curve.push_back({bytes, seconds});
-      record("conv weight streaming " + binary_size(bytes), bytes / seconds, "B/s",
-             std::to_string(count) +
+      benches.push_back(std::make_unique<OpBench>(device_, conv_weight_chain(count)));
+      counts.push_back(count);
+      bytes.push_back(4.0 * 512 * 512 * 9 * count);
+      seconds.push_back(chain_kernel_seconds(*benches.back(), count));
+    }
+    settle_curve(bytes, seconds,
+                 [&](size_t i) { return chain_kernel_seconds(*benches[i], counts[i]); });
+    for (size_t i = 0; i < benches.size(); ++i) {
+      if (seconds[i] <= 0) continue;
+      profile_.conv_weight_curve.push_back({bytes[i], seconds[i]});
+      record("conv weight streaming " + binary_size(bytes[i]), bytes[i] / seconds[i], "B/s",
+             std::to_string(counts[i]) +
                  " fp32 3x3 Convs of 2x512x2x2 by 512x512x3x3 constant weights in a chain, "
                  "weight bytes / " +
                  kChainTime + ", " + median_note());
@@ -549,20 +578,35 @@ class Suite {
     const Repetition repetition = options_.quick ? repetition_ : Repetition{7, 500, 0.1};
     const std::vector<bool> layouts =
         chooses_layouts_ ? std::vector<bool>{false, true} : std::vector<bool>{false};
-    for (const ConvLayerShape& shape : depthwise_shapes(options_.quick)) {
-      for (bool in : layouts) {
-        for (bool out : layouts) {
-          OpBench bench(device_, conv_in_layout(shape, true, in, out));
-          const size_t node = in ? 1 : 0;
-          const double seconds = bench.per_node_seconds(repetition).at(node);
-          if (seconds <= 0) continue;  // not observed: no point (a profile's times are positive)
-          const double flops = bench.graph().nodes[node].cost.flops;
-          const std::string key = depthwise_layout_key(in, out);
-          profile_.depthwise_curves[key].push_back({flops, seconds});
-          record("depthwise " + joined({shape.batch, shape.channels, shape.height, shape.width}) +
-                     " k" + std::to_string(shape.kernel) + " s" + std::to_string(shape.stride) +
-                     " " + key,
-                 flops / seconds, "FLOP/s",
+    struct Point {
+      std::unique_ptr<OpBench> bench;
+      size_t node;
+      std::string name;
+    };
+    for (bool in : layouts) {
+      for (bool out : layouts) {
+        const std::string key = depthwise_layout_key(in, out);
+        std::vector<Point> points;
+        std::vector<double> flops, seconds;
+        const auto time = [&](const Point& point) {
+          return point.bench->per_node_seconds(repetition).at(point.node);
+        };
+        for (const ConvLayerShape& shape : depthwise_shapes(options_.quick)) {
+          Point point{std::make_unique<OpBench>(device_, conv_in_layout(shape, true, in, out)),
+                      in ? size_t{1} : size_t{0},
+                      "depthwise " +
+                          joined({shape.batch, shape.channels, shape.height, shape.width}) + " k" +
+                          std::to_string(shape.kernel) + " s" + std::to_string(shape.stride) + " " +
+                          key};
+          flops.push_back(point.bench->graph().nodes[point.node].cost.flops);
+          seconds.push_back(time(point));
+          points.push_back(std::move(point));
+        }
+        settle_curve(flops, seconds, [&](size_t i) { return time(points[i]); });
+        for (size_t i = 0; i < points.size(); ++i) {
+          if (seconds[i] <= 0) continue;  // not observed: no point (a profile's times are positive)
+          profile_.depthwise_curves[key].push_back({flops[i], seconds[i]});
+          record(points[i].name, flops[i] / seconds[i], "FLOP/s",
                  "fp32 depthwise Conv with bias, " + key +
                      " (input, output: after and before a 1x1 Conv for nhwc), kernel time, " +
                      median_note());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <numeric>
 #include <random>
 
 #include "util/random_tensor.h"
@@ -36,6 +37,31 @@ double typical(std::vector<double> samples, const std::function<double()>& more,
   log.worst_spread = std::max(log.worst_spread, settled);
   if (settled > kContendedSpread) ++log.unsettled;
   return quantile(std::move(samples), 0.1);
+}
+
+int settle_curve(const std::vector<double>& sizes, std::vector<double>& seconds,
+                 const std::function<double(size_t)>& measure_again, int rounds) {
+  std::vector<size_t> order(sizes.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return sizes[a] < sizes[b]; });
+  int count = 0;
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<bool> again(sizes.size(), false);
+    for (size_t o = 1; o < order.size(); ++o) {
+      const size_t smaller = order[o - 1], larger = order[o];
+      if (sizes[smaller] < sizes[larger] && seconds[smaller] > seconds[larger])
+        again[smaller] = again[larger] = true;
+    }
+    if (std::find(again.begin(), again.end(), true) == again.end()) break;
+    for (size_t i = 0; i < again.size(); ++i) {
+      if (!again[i]) continue;
+      seconds[i] = std::min(seconds[i], measure_again(i));
+      ++count;
+    }
+  }
+  contention_log().remeasured += count;
+  return count;
 }
 
 OpBench::OpBench(Device& device, Graph graph) : graph_(std::move(graph)) {

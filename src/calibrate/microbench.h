@@ -34,7 +34,16 @@ struct ContentionLog {
   // not measured): other tenants of a VM change its speed over minutes, and the figures
   // measured in between were measured at different speeds.
   double speed_change = 1;
+  int remeasured = 0;  // curve points measured again, out of order with their neighbours
 };
+// More work never takes less time. Where, by `sizes`, a point of a curve takes longer than the
+// next larger one, both are measured again (`measure_again(i)`, seconds) and each keeps the
+// faster of its timings, as a stall only ever slows a run; at most `rounds` times. Points
+// still out of order are left so (the cost model makes each curve non-decreasing). Counted in
+// contention_log().remeasured; returns how many re-measurements it took.
+int settle_curve(const std::vector<double>& sizes, std::vector<double>& seconds,
+                 const std::function<double(size_t)>& measure_again, int rounds = 2);
+
 // Beyond this factor either way, `tandem calibrate` warns that the machine's speed changed.
 inline constexpr double kSpeedChangeWarning = 1.1;
 ContentionLog& contention_log();

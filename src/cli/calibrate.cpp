@@ -112,7 +112,8 @@ nlohmann::json to_json(const CalibrationProfile& profile, const std::string& pat
             {"measurements", quietness.contention.measurements},
             {"contended", quietness.contention.contended},
             {"unsettled", quietness.contention.unsettled},
-            {"speed_change", quietness.contention.speed_change}}}};
+            {"speed_change", quietness.contention.speed_change},
+            {"remeasured", quietness.contention.remeasured}}}};
 }
 
 // The models to time, loaded and fused as `tandem run` runs them; loaded before any
@@ -240,6 +241,12 @@ int calibrate_command(const CalibrateOptions& options) {
                  "note: %d of %d measurements varied from run to run (up to %.1fx); their figures "
                  "are the 10th percentile of more runs, not the median\n",
                  contention.contended, contention.measurements, contention.worst_spread);
+  }
+  if (contention.remeasured > 0) {
+    std::fprintf(stderr,
+                 "note: %d curve points took longer than a larger point of their curve and were "
+                 "measured again (each kept its faster timing)\n",
+                 contention.remeasured);
   }
   if (contention.speed_change > calibrate::kSpeedChangeWarning ||
       contention.speed_change < 1 / calibrate::kSpeedChangeWarning) {

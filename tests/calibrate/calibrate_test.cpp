@@ -70,6 +70,40 @@ TEST(Calibrate, OtherProcessesCpuIsWhatTheMachineUsedBeyondOurs) {
   EXPECT_EQ(others_cores(unknown, after, 0.2), 0.0);
 }
 
+TEST(Calibrate, CurvePointsOutOfOrderAreMeasuredAgainAndKeepTheFasterTiming) {
+  const int before = contention_log().remeasured;
+  // Sizes out of order on purpose; by size: 1 (1 us), 2 (stalled: 90 us), 4 (4 us), 8 (8 us).
+  const std::vector<double> sizes{4, 1, 8, 2};
+  std::vector<double> seconds{4e-6, 1e-6, 8e-6, 90e-6};
+  std::vector<int> calls(sizes.size(), 0);
+  // Measured again, the stalled point takes 2 us; the one after it is no faster the second
+  // time (5 us), so it keeps its first timing.
+  const std::vector<double> again{5e-6, 0, 0, 2e-6};
+  const int count = settle_curve(sizes, seconds, [&](size_t i) {
+    ++calls[i];
+    return again[i];
+  });
+  EXPECT_EQ(count, 2);
+  EXPECT_EQ(calls, (std::vector<int>{1, 0, 0, 1}));
+  EXPECT_EQ(seconds, (std::vector<double>{4e-6, 1e-6, 8e-6, 2e-6}));
+  EXPECT_EQ(contention_log().remeasured, before + 2);
+  // A point that stays out of order is measured at most `rounds` times, and left so.
+  std::vector<double> stuck{1e-6, 5e-6};
+  int stuck_calls = 0;
+  EXPECT_EQ(settle_curve({2, 1}, stuck,
+                         [&](size_t) {
+                           ++stuck_calls;
+                           return 9e-6;
+                         }),
+            4);
+  EXPECT_EQ(stuck_calls, 4);
+  EXPECT_EQ(stuck, (std::vector<double>{1e-6, 5e-6}));
+  // In order, or equal sizes: nothing is measured again.
+  std::vector<double> fine{1e-6, 3e-6, 2e-6};
+  EXPECT_EQ(settle_curve({1, 2, 2}, fine, [](size_t) -> double { throw std::logic_error("no"); }),
+            0);
+}
+
 TEST(Calibrate, LongProductsAreTimedInBlocksOfUnderAMillisecond) {
   const double rate = 450e9;
   const auto blocks = [&](int64_t m, int64_t n, int64_t k, double at) {
