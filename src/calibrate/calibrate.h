@@ -23,14 +23,15 @@ void measure_kernels(Device& device, const CalibrationOptions& options,
 
 // The blocks a GEMM of m x n x k (`flops`) is timed in, at a best rate so far of `rate` FLOP/s
 // (0: unknown): the fewest halvings that bring a block's run under a millisecond, of its rows
-// first (keeping at least 128 a block), then of its columns, then of its depth (each keeping at
-// least 512). Beside another busy process a longer run is stalled every time (the scheduler
-// gives a thread that woke its core back at once, but takes it away within a few milliseconds).
+// first (keeping at least 128 a block), then, `across_weights`, of its columns, then of its
+// depth (each keeping at least 512). Beside another busy process a longer run is stalled every time
+// (the scheduler gives a thread that woke its core back at once, but takes it away within a few
+// milliseconds).
 struct GemmBlocks {
   int64_t rows = 1, columns = 1, depth = 1;
   int64_t count() const { return rows * columns * depth; }
 };
-GemmBlocks gemm_blocks(int64_t m, int64_t n, int64_t k, double rate);
+GemmBlocks gemm_blocks(int64_t m, int64_t n, int64_t k, double rate, bool across_weights = true);
 
 // Times copying `bytes` from the host to a device and back; returns seconds.
 using HostRoundTrip = std::function<double(size_t bytes)>;

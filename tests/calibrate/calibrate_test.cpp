@@ -119,6 +119,9 @@ TEST(Calibrate, LongProductsAreTimedInBlocksOfUnderAMillisecond) {
   // split across its weights' columns, or where they are too few, across its depth.
   EXPECT_EQ(blocks(128, 3072, 768, 250e9), (Blocks{1, 4, 1}));
   EXPECT_EQ(blocks(128, 768, 3072, 250e9), (Blocks{1, 1, 4}));
+  // A compiled device's (XLA's blocks run slower than its whole product): rows only.
+  EXPECT_EQ(gemm_blocks(128, 3072, 768, 250e9, false).count(), 1);
+  EXPECT_EQ(gemm_blocks(1024, 1024, 1024, rate, false).rows, 8);
   // A slower machine's 1024^3 keeps blocks of 128 rows, then 512 columns, then 512 deep.
   EXPECT_EQ(blocks(1024, 1024, 1024, rate / 4), (Blocks{8, 2, 2}));
   // Sizes that do not halve, or no rate measured yet: timed whole.
