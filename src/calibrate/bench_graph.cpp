@@ -134,7 +134,7 @@ Graph conv_in_layout(const ConvLayerShape& shape, bool depthwise, bool input_cha
                       {{"kernel_shape", std::vector<int64_t>{1, 1}}});
   };
   int x = graph.input({DType::kFloat32, {shape.batch, c, shape.height, shape.width}});
-  if (input_channels_last) x = pointwise(x);
+  x = input_channels_last ? pointwise(x) : graph.node("Neg", {x});
   x = graph.node(
       "Conv",
       {x,

@@ -583,25 +583,24 @@ class Suite {
         chooses_layouts_ ? std::vector<bool>{false, true} : std::vector<bool>{false};
     struct Point {
       std::unique_ptr<OpBench> bench;
-      size_t node;
       std::string name;
     };
+    constexpr size_t kConv = 1;  // after the Conv or Neg that writes its input
     for (bool in : layouts) {
       for (bool out : layouts) {
         const std::string key = depthwise_layout_key(in, out);
         std::vector<Point> points;
         std::vector<double> flops, seconds;
         const auto time = [&](const Point& point) {
-          return point.bench->per_node_seconds(repetition).at(point.node);
+          return point.bench->per_node_seconds(repetition).at(kConv);
         };
         for (const ConvLayerShape& shape : depthwise_shapes(options_.quick)) {
           Point point{std::make_unique<OpBench>(device_, conv_in_layout(shape, true, in, out)),
-                      in ? size_t{1} : size_t{0},
                       "depthwise " +
                           joined({shape.batch, shape.channels, shape.height, shape.width}) + " k" +
                           std::to_string(shape.kernel) + " s" + std::to_string(shape.stride) + " " +
                           key};
-          flops.push_back(point.bench->graph().nodes[point.node].cost.flops);
+          flops.push_back(point.bench->graph().nodes[kConv].cost.flops);
           seconds.push_back(time(point));
           points.push_back(std::move(point));
         }
@@ -611,7 +610,8 @@ class Suite {
           profile_.depthwise_curves[key].push_back({flops[i], seconds[i]});
           record(points[i].name, flops[i] / seconds[i], "FLOP/s",
                  "fp32 depthwise Conv with bias, " + key +
-                     " (input, output: after and before a 1x1 Conv for nhwc), kernel time, " +
+                     " (input: after a 1x1 Conv for nhwc, a Neg for nchw; output: before a 1x1 "
+                     "Conv for nhwc), kernel time, " +
                      median_note());
         }
       }
@@ -621,7 +621,8 @@ class Suite {
   // A convolution with an NCHW side converts it to and from the layout oneDNN computes in: as
   // much as the convolution itself for few channels on a large image (16 channels at 160x160:
   // 1x1 Conv 56 us channels-last both sides, 241 us writing NCHW). Each point: the 1x1 Conv with
-  // that side NCHW less the same with both sides channels-last, by the activation's bytes.
+  // that side NCHW less the same with both sides channels-last, by the activation's bytes; an
+  // NCHW input written just before, by a Neg, as a model's is.
   void reorder_curves() {
     if (!chooses_layouts_) return;  // no other kernel reorders
     const Repetition repetition = options_.quick ? repetition_ : Repetition{7, 500, 0.1};
@@ -633,7 +634,7 @@ class Suite {
     for (const auto& [channels, side] : shapes) {
       const auto conv_seconds = [&](bool in, bool out) {
         OpBench bench(device_, conv_in_layout({1, channels, side, side, 1, 1}, false, in, out));
-        return bench.per_node_seconds(repetition).at(in ? 1 : 0);
+        return bench.per_node_seconds(repetition).at(1);
       };
       const double chained = conv_seconds(true, true);
       const double bytes = 4.0 * static_cast<double>(channels * side * side);
@@ -643,8 +644,9 @@ class Suite {
             (input ? conv_seconds(false, true) : conv_seconds(true, false)) - chained;
         const std::string name = std::string("conv reorder ") + (input ? "in " : "out ") + shape;
         const std::string method =
-            "a 1x1 Conv of " + shape + " with its " + (input ? "input" : "output") +
-            " NCHW less the same with both sides channels-last, bytes / time, " + median_note();
+            "a 1x1 Conv of " + shape + " with its " + (input ? "input" : "output") + " NCHW" +
+            (input ? std::string(" (written by a Neg)") : std::string()) +
+            " less the same with both sides channels-last, bytes / time, " + median_note();
         if (seconds <= 0) {
           record(name, 0, "B/s", method + " (no slower: left out)");
           continue;
