@@ -519,58 +519,59 @@ class Suite {
       "the chain's kernel time (each op's own; a compiled device's run less its fixed cost and "
       "one dispatch per op)";
 
+  // Chains run to time how fast a run's weights are read: each point, the chain's weight bytes
+  // by its kernel time, points out of order measured again.
+  struct WeightChain {
+    Graph graph;
+    int ops;
+    double bytes;
+    std::string method;
+  };
+  void weight_chain_curve(const std::string& name, std::vector<WeightChain> chains,
+                          std::vector<CalibrationProfile::BandwidthPoint>& curve) {
+    std::vector<std::unique_ptr<OpBench>> benches;
+    std::vector<double> bytes, seconds;
+    for (WeightChain& chain : chains) {
+      benches.push_back(std::make_unique<OpBench>(device_, std::move(chain.graph)));
+      bytes.push_back(chain.bytes);
+      seconds.push_back(chain_kernel_seconds(*benches.back(), chain.ops));
+    }
+    settle_curve(bytes, seconds,
+                 [&](size_t i) { return chain_kernel_seconds(*benches[i], chains[i].ops); });
+    for (size_t i = 0; i < chains.size(); ++i) {
+      if (seconds[i] <= 0) continue;
+      curve.push_back({bytes[i], seconds[i]});
+      record(name + " " + binary_size(bytes[i]), bytes[i] / seconds[i], "B/s",
+             chains[i].method + ", weight bytes / " + kChainTime + ", " + median_note());
+    }
+  }
+
   // Weights are read once per run: a chain of MatMuls of 2 rows by square weights (bound by
   // reading the weights), run again and again, from a run's weights in L2 to past the
   // last-level cache. The rate is the run's weight bytes over the chain's kernel time.
   void weight_curve() {
-    std::vector<std::unique_ptr<OpBench>> benches;
-    std::vector<int> counts;
-    std::vector<int64_t> sizes;
-    std::vector<double> bytes, seconds;
+    std::vector<WeightChain> chains;
     for (const auto& [size, count] : weight_chains(options_.quick)) {
-      benches.push_back(std::make_unique<OpBench>(device_, weight_chain(size, count)));
-      counts.push_back(count);
-      sizes.push_back(size);
-      bytes.push_back(4.0 * static_cast<double>(size * size * count));
-      seconds.push_back(chain_kernel_seconds(*benches.back(), count));
+      chains.push_back({weight_chain(size, count), count,
+                        4.0 * static_cast<double>(size * size * count),
+                        std::to_string(count) + " fp32 MatMuls of 2x" + std::to_string(size) +
+                            " by " + joined({size, size}) + " constant weights in a chain"});
     }
-    settle_curve(bytes, seconds,
-                 [&](size_t i) { return chain_kernel_seconds(*benches[i], counts[i]); });
-    for (size_t i = 0; i < benches.size(); ++i) {
-      if (seconds[i] <= 0) continue;
-      profile_.weight_curve.push_back({bytes[i], seconds[i]});
-      const int64_t size = sizes[i];
-      record("weight streaming " + binary_size(bytes[i]), bytes[i] / seconds[i], "B/s",
-             std::to_string(counts[i]) + " fp32 MatMuls of 2x" + std::to_string(size) + " by " +
-                 joined({size, size}) + " constant weights in a chain, weight bytes / " +
-                 kChainTime + ", " + median_note());
-    }
+    weight_chain_curve("weight streaming", std::move(chains), profile_.weight_curve);
   }
 
   // The weight curve again with a late layer's convolutions in place of the MatMuls: their
   // blocked weights are read tap by tap, and past the caches they stream at a fraction of the
   // MatMuls' rate. The rate includes the convolutions' compute (a small part: 8 output rows).
   void conv_weight_curve() {
-    std::vector<std::unique_ptr<OpBench>> benches;
-    std::vector<int> counts;
-    std::vector<double> bytes, seconds;
+    std::vector<WeightChain> chains;
     for (int count : conv_weight_chains(options_.quick)) {
-      benches.push_back(std::make_unique<OpBench>(device_, conv_weight_chain(count)));
-      counts.push_back(count);
-      bytes.push_back(4.0 * 512 * 512 * 9 * count);
-      seconds.push_back(chain_kernel_seconds(*benches.back(), count));
+      chains.push_back({conv_weight_chain(count), count, 4.0 * 512 * 512 * 9 * count,
+                        std::to_string(count) +
+                            " fp32 3x3 Convs of 2x512x2x2 by 512x512x3x3 constant weights in a "
+                            "chain"});
     }
-    settle_curve(bytes, seconds,
-                 [&](size_t i) { return chain_kernel_seconds(*benches[i], counts[i]); });
-    for (size_t i = 0; i < benches.size(); ++i) {
-      if (seconds[i] <= 0) continue;
-      profile_.conv_weight_curve.push_back({bytes[i], seconds[i]});
-      record("conv weight streaming " + binary_size(bytes[i]), bytes[i] / seconds[i], "B/s",
-             std::to_string(counts[i]) +
-                 " fp32 3x3 Convs of 2x512x2x2 by 512x512x3x3 constant weights in a chain, "
-                 "weight bytes / " +
-                 kChainTime + ", " + median_note());
-    }
+    weight_chain_curve("conv weight streaming", std::move(chains), profile_.conv_weight_curve);
   }
 
   // Each depthwise shape in the four layouts the CPU's kernels may read and write (its reorders
