@@ -223,7 +223,7 @@ void GraphExecutor::run_step(Step& step, std::vector<Tensor>& env) {
         const int out = node.outputs[i];
         if (out < 0 || step.schema->data_dependent_shape || !is_static(shapes[i])) continue;
         const DType dtype = graph_.values[out].type.dtype;
-        // Every statically shaped value has an arena slot but the graph's outputs.
+        // Without an arena slot: a graph output, or a value whose shape only the run knows.
         const int slot = planned_slot_[out];
         outputs[i] = slot >= 0 ? arena_.view(plan_.offsets[slot], dtype, shapes[i])
                                : output_tensor(dtype, shapes[i]);

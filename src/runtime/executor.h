@@ -55,8 +55,9 @@ class GraphExecutor {
   void plan_buffers();
   // `tensor` in the device's memory: itself when it is there already.
   Tensor resident(const Tensor& tensor);
-  // Memory for a graph output, which the caller keeps: on a host device, what an earlier run's
-  // caller has let go of (output_memory_), else fresh.
+  // Memory for a value without an arena slot (a graph output, which the caller keeps, or a
+  // value whose shape only the run knows): on a host device, memory let go of since an earlier
+  // run (output_memory_), else fresh.
   Tensor output_tensor(DType dtype, Shape shape);
   // Integer inputs up to this size are read back to the host for shape inference.
   static constexpr int64_t kMaxShapeLikeElements = 4096;
