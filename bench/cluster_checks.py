@@ -20,7 +20,9 @@ Usage: .venv/bin/python bench/cluster_checks.py [--tandem build/src/tandem] [--z
 
 Measured latency is the median over rounds of each round's median (models and clusters take
 turns within a round, so a burst of load hits one round rather than one cell). Error is
-(measured - predicted) / predicted, as `tandem run` prints it.
+(measured - predicted) / predicted, as `tandem run` prints it. Beside it, the fast phase: the
+median over rounds of each round's 10th percentile, what a run takes while a shared VM's host
+runs at full speed, the speed a calibration measures (docs/COST_MODEL.md).
 """
 import argparse
 import json
@@ -123,7 +125,9 @@ def run_on(tandem, zoo, entry, cluster, iterations):
                              "--warmup", "2", "--iterations", str(iterations), "--json"],
                             f"tandem run {entry['name']} on {os.path.basename(cluster)}"))
     plan = report["plan"]
+    fast = sorted(report["latency"]["samples_s"])
     return {"measured_s": report["latency"]["median_s"],
+            "fast_phase_s": fast[(len(fast) - 1) // 10],
             "predicted_s": plan["predicted_latency_s"],
             "chosen": plan["chosen"],
             # auto's plan is the machine as one device: the same work as local.yaml's run
@@ -182,12 +186,14 @@ def main():
                 rows.append({"model": entry["name"], "cluster": name, "error": failed[0]})
                 continue
             measured = statistics.median(c["measured_s"] for c in cells) * 1e3
+            fast = statistics.median(c["fast_phase_s"] for c in cells) * 1e3
             predicted = statistics.median(c["predicted_s"] for c in cells) * 1e3
             without = statistics.median(c["predicted_without_s"] for c in cells) * 1e3
             last = cells[-1]
             rows.append({"model": entry["name"], "cluster": name, "chosen": last["chosen"],
                          "measured_ms": measured, "predicted_ms": predicted,
                          "error": (measured - predicted) / predicted,
+                         "fast_phase_ms": fast, "fast_phase_error": (fast - predicted) / predicted,
                          "predicted_without_ms": without,
                          "error_without": (measured - without) / without,
                          "segments": last["segments"], "segments_off": last["segments_off"],
@@ -201,11 +207,17 @@ def main():
     ok = [r for r in rows if isinstance(r.get("error"), float)]
     errors = sorted(abs(r["error"]) for r in ok)
     errors_without = sorted(abs(r["error_without"]) for r in ok)
+    errors_fast = sorted(abs(r["fast_phase_error"]) for r in ok)
     summary = {
         "cells": len(rows), "ran": len(ok),
         "median_abs_error": statistics.median(errors) if errors else None,
         "p90_abs_error": errors[min(len(errors) - 1, int(0.9 * len(errors)))] if errors else None,
         "within_15_percent": sum(1 for e in errors if e <= 0.15),
+        "fast_phase": {
+            "median_abs_error": statistics.median(errors_fast) if errors_fast else None,
+            "p90_abs_error": (errors_fast[min(len(errors_fast) - 1, int(0.9 * len(errors_fast)))]
+                              if errors_fast else None),
+            "within_15_percent": sum(1 for e in errors_fast if e <= 0.15)},
         "without_runtime_costs": {
             "median_abs_error": statistics.median(errors_without) if errors_without else None,
             "p90_abs_error": (errors_without[min(len(errors_without) - 1,
@@ -220,16 +232,17 @@ def main():
                                         if r["cluster"] != "local" and r["whole_machine_plan"]),
     }
     if args.markdown:
-        print("| model | cluster | auto chose | measured ms | predicted ms | error | without "
-              "runtime costs ms | error | segments off | whole machine ms |")
-        print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+        print("| model | cluster | auto chose | measured ms | predicted ms | error | fast phase ms "
+              "| error | without runtime costs ms | error | segments off | whole machine ms |")
+        print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in rows:
             if not isinstance(r.get("error"), float):
-                print(f"| {r['model']} | {r['cluster']} | failed: {r['error']} | | | | | | | |")
+                print(f"| {r['model']} | {r['cluster']} | failed: {r['error']} | | | | | | | | | |")
                 continue
             slower = " (slower)" if r["slower_than_whole_machine"] else ""
             print(f"| {r['model']} | {r['cluster']} | {r['chosen']} | {r['measured_ms']:.3f}"
                   f"{slower} | {r['predicted_ms']:.3f} | {100 * r['error']:+.1f}% | "
+                  f"{r['fast_phase_ms']:.3f} | {100 * r['fast_phase_error']:+.1f}% | "
                   f"{r['predicted_without_ms']:.3f} | {100 * r['error_without']:+.1f}% | "
                   f"{r['segments_off']} of {r['segments']} | {r['whole_machine_ms']:.3f} |")
     else:
@@ -239,7 +252,8 @@ def main():
                 continue
             print(f"{r['model']:24} {r['cluster']:10} {r['chosen']:14} measured "
                   f"{r['measured_ms']:9.3f} ms  predicted {r['predicted_ms']:9.3f} ms  "
-                  f"{100 * r['error']:+7.1f}%  segments off {r['segments_off']}/{r['segments']}"
+                  f"{100 * r['error']:+7.1f}%  fast phase {r['fast_phase_ms']:9.3f} ms "
+                  f"{100 * r['fast_phase_error']:+7.1f}%  segments off {r['segments_off']}/{r['segments']}"
                   f"{'  SLOWER than the whole machine' if r['slower_than_whole_machine'] else ''}")
     print(json.dumps(summary, indent=2))
     if args.json:
