@@ -113,9 +113,9 @@ Repetition repetition_for(const CalibrationOptions& options) {
   return options.quick ? Repetition{5, 50, 0.03} : Repetition{7, 1000, 0.6};
 }
 
-std::string sampling_note(const Repetition& repetition) {
-  return "10th percentile of >= " + std::to_string(repetition.min_runs) +
-         " runs (of more where another process contended)";
+std::string median_note(const Repetition& repetition) {
+  return "median of >= " + std::to_string(repetition.min_runs) +
+         " runs (10th percentile of more where another process contended)";
 }
 
 // A measured figure; its source names the profile and how it was measured.
@@ -139,39 +139,24 @@ class Suite {
   // machine's speed by tens of percent within minutes (a 512^3 GEMM took 1.01 ms in one
   // calibration and 1.03-1.68 ms in the five minutes after it), and the figures between
   // them are then at different speeds.
-  // Every measurement waits for the machine's full speed (FullSpeedGate), its sentinel the
-  // median of a few runs of that product.
   void run() {
-    OpBench sentinel(device_, speed_reference_graph());
-    full_speed_gate().arm([&] { return sentinel.median_run_seconds(kSentinelRuns); },
-                          options_.quick ? 0.05 : 1.0, options_.quick ? 1.0 : 20.0);
-    struct Disarm {
-      ~Disarm() { full_speed_gate().disarm(); }
-    } disarm;  // the sentinel dies with this scope, thrown out of or not
     const double before = speed_reference("start");
     benchmarks();
     contention_log().speed_change = speed_reference("end") / before;
-    contention_log().late_full_speed = full_speed_gate().speed_up_since_warmup();
   }
 
  private:
-  static constexpr int kSentinelRuns = 5;
-
-  static Graph speed_reference_graph() {
-    constexpr int64_t kSide = 256;
-    return single_op_graph(
-        "MatMul", {{{DType::kFloat32, {kSide, kSide}}}, {{DType::kFloat32, {kSide, kSide}}, true}});
-  }
-
   // A 256^3 product's run time through the executor (dispatch and, on a compiled device, the
   // program's fixed cost included: the same both times).
   double speed_reference(const char* when) {
-    OpBench bench(device_, speed_reference_graph());
+    constexpr int64_t kSide = 256;
+    OpBench bench(device_, single_op_graph("MatMul", {{{DType::kFloat32, {kSide, kSide}}},
+                                                      {{DType::kFloat32, {kSide, kSide}}, true}}));
     const double seconds = bench.run_seconds(repetition_);
     record(std::string("speed reference at the ") + when, seconds, "s",
            "a 256x256x256 fp32 MatMul run through the executor, timed at the calibration's start "
            "and end, " +
-               sampling_note());
+               median_note());
     return seconds;
   }
 
@@ -211,7 +196,7 @@ class Suite {
   Figure measured(double value, const std::string& method) const {
     return calibrate::measured(value, options_, method);
   }
-  std::string sampling_note() const { return calibrate::sampling_note(repetition_); }
+  std::string median_note() const { return calibrate::median_note(repetition_); }
 
   // A benchmark's kernel time: on a compiled device the program's run, less what running any
   // program costs beyond one op's share (moving arguments in and results out, the launch).
@@ -262,7 +247,7 @@ class Suite {
                  (blocks.count() > 1 ? " of " + std::to_string(blocks.count()) + " blocks of " +
                                            joined({block.m, block.n, block.k}) + " each timed alone"
                                      : std::string()) +
-                 ", " + sampling_note());
+                 ", " + median_note());
       if (rate > best_rate) {
         best_rate = rate;
         best_name = name;
@@ -296,7 +281,7 @@ class Suite {
         continue;
       }
       record(name, bench.cost().flops / *seconds, "FLOP/s",
-             "fp32 Conv with bias, constant weights, kernel time, " + sampling_note());
+             "fp32 Conv with bias, constant weights, kernel time, " + median_note());
     }
   }
 
@@ -320,7 +305,7 @@ class Suite {
       const std::string method =
           "fp32 Convs with bias, constant weights, pairs of them (there and back) in a chain: "
           "a chain of three pairs less a chain of one, FLOPs / a quarter of that time, " +
-          sampling_note();
+          median_note();
       if (more <= 0) {
         record(name, 0, "FLOP/s", method + " (no slower than one pair: left out)");
         continue;
@@ -350,7 +335,7 @@ class Suite {
       profile_.bandwidth_curve.push_back({bench.cost().bytes, *seconds});
       rate = bench.cost().bytes / *seconds;
       method = "fp32 Add of two " + binary_size(static_cast<double>(elements) * 4) +
-               " tensors, bytes read + written / kernel time, " + sampling_note();
+               " tensors, bytes read + written / kernel time, " + median_note();
       record(name, rate, "B/s", method);
     }
     // The largest operands are past the caches: main memory.
@@ -399,7 +384,7 @@ class Suite {
              "fp32 " + candidate.op + " over " + joined({rows, columns}) +
                  " in-cache elements, FLOPs as the IR counts them" +
                  (candidate.counts_flops ? "" : " (one per element)") + " / kernel time, " +
-                 sampling_note());
+                 median_note());
       if (!candidate.counts_flops && seconds > dispatch) {
         profile_.vector_op_rates[candidate.op] = bench.cost().flops / (seconds - dispatch);
       }
@@ -410,7 +395,7 @@ class Suite {
     }
     profile_.figures.vector_flops[kFp32] =
         measured(best_rate, "best in-cache fp32 elementwise or normalization rate (" + best_op +
-                                "), FLOPs as the IR counts them / kernel time, " + sampling_note());
+                                "), FLOPs as the IR counts them / kernel time, " + median_note());
   }
 
   // Kinds whose kernels run in loops of their own run below the memory curve's and the vector
@@ -435,7 +420,7 @@ class Suite {
         profile_.op_element_curves[op_type].push_back({written[i], seconds[i]});
         record(op_type + " of " + std::to_string(static_cast<int64_t>(written[i])) + " elements",
                seconds[i], "s",
-               "kernel time, elements written (a NonZero: read), " + sampling_note());
+               "kernel time, elements written (a NonZero: read), " + median_note());
       }
     }
   }
@@ -450,7 +435,7 @@ class Suite {
     const std::string method = "a chain of " + std::to_string(nodes) +
                                " small ops of 14 kinds on 4x16 tensors, run through the "
                                "executor, run time / ops, " +
-                               sampling_note();
+                               median_note();
     record("dispatch per op", seconds, "s", method);
     profile_.figures.launch_overhead = measured(seconds, method);
     // Each kind's own cost: a node's kernel time plus the executor's step (a run's time per op
@@ -468,7 +453,7 @@ class Suite {
       record("op overhead (" + op_type + ")", overhead, "s",
              "small ops in chains on 4x16 and 1x16x4x4 tensors, the executor's step (run time "
              "per op less the mean kernel time) + the kernel time, median over " +
-                 std::to_string(node_costs.size()) + " nodes of the kind, " + sampling_note());
+                 std::to_string(node_costs.size()) + " nodes of the kind, " + median_note());
     }
   }
 
@@ -506,11 +491,11 @@ class Suite {
         "a program of one 4x16 Add, arguments moved in and the "
         "result out, run time (larger operands of the benchmarks "
         "are kept on the device), " +
-        sampling_note();
+        median_note();
     const std::string op_method = "a program of a chain of " + std::to_string(nodes) +
                                   " small ops of 14 kinds on 4x16 tensors, (run time less one "
                                   "program step) / further ops, " +
-                                  sampling_note();
+                                  median_note();
     record("program step", step, "s", step_method);
     record("dispatch per op", per_op, "s", op_method);
     profile_.figures.step_overhead = measured(step, step_method);
@@ -520,7 +505,7 @@ class Suite {
 
   // A chain's kernel time: on an eager device the sum of its ops' typical kernel times. Each
   // takes under a millisecond, so a stall beside a busy process hits some ops of some runs and
-  // each op's 10th percentile leaves it out; a whole run of several milliseconds
+  // each op's median (or 10th percentile) leaves it out; a whole run of several milliseconds
   // was stalled every time (seven 9 MiB convolutions came out at half their quiet rate). On a
   // compiled device, whose program has no per-op times, the run less its fixed cost and one
   // dispatch per op.
@@ -557,7 +542,7 @@ class Suite {
       if (seconds[i] <= 0) continue;
       curve.push_back({bytes[i], seconds[i]});
       record(name + " " + binary_size(bytes[i]), bytes[i] / seconds[i], "B/s",
-             chains[i].method + ", weight bytes / " + kChainTime + ", " + sampling_note());
+             chains[i].method + ", weight bytes / " + kChainTime + ", " + median_note());
     }
   }
 
@@ -628,7 +613,7 @@ class Suite {
                  "fp32 depthwise Conv with bias, " + key +
                      " (input: after a 1x1 Conv for nhwc, a Neg for nchw; output: before a 1x1 "
                      "Conv for nhwc), kernel time, " +
-                     sampling_note());
+                     median_note());
         }
       }
     }
@@ -662,7 +647,7 @@ class Suite {
         const std::string method =
             "a 1x1 Conv of " + shape + " with its " + (input ? "input" : "output") + " NCHW" +
             (input ? std::string(" (written by a Neg)") : std::string()) +
-            " less the same with both sides channels-last, bytes / time, " + sampling_note();
+            " less the same with both sides channels-last, bytes / time, " + median_note();
         if (seconds <= 0) {
           record(name, 0, "B/s", method + " (no slower: left out)");
           continue;
@@ -698,7 +683,7 @@ class Suite {
              "a " + joined({m, kDepth, kWidth}) +
                  " MatMul, then Negs in a chain: the first's kernel time less the second's (0 "
                  "where no slower), " +
-                 sampling_note());
+                 median_note());
     }
   }
 
@@ -711,7 +696,7 @@ class Suite {
     const std::string method = "a chain of " + std::to_string(nodes) +
                                " Reshapes (views, no kernel) run through the executor, run "
                                "time / ops, " +
-                               sampling_note();
+                               median_note();
     record("view step", seconds, "s", method);
     profile_.view_overhead = measured(seconds, method);
   }
@@ -728,7 +713,7 @@ class Suite {
         "a Loop of " + std::to_string(kTrips) +
         " iterations over a body of one 4x16 Add and one Identity, Loop time / iterations less "
         "one dispatch and one view step, " +
-        sampling_note();
+        median_note();
     record("subgraph run", seconds, "s", method);
     profile_.subgraph_run_overhead = measured(seconds, method);
   }
@@ -786,7 +771,7 @@ CalibrationProfile calibrate_device(Device& device, DeviceKind kind, std::string
   }
   measure_kernels(device, options, profile);
   const Repetition repetition = repetition_for(options);
-  const DeviceRunCost run = measure_device_run_cost(device, repetition, sampling_note(repetition));
+  const DeviceRunCost run = measure_device_run_cost(device, repetition, median_note(repetition));
   profile.figures.run_overhead = measured(run.seconds, options, run.method);
   profile.measurements.push_back({"plan run", run.seconds, "s", run.method});
   if (options.progress) options.progress(profile.measurements.back());
@@ -796,7 +781,7 @@ CalibrationProfile calibrate_device(Device& device, DeviceKind kind, std::string
   const size_t bytes = options.quick ? size_t{1} << 20 : size_t{4} << 20;
   const double seconds = typical_seconds(repetition, [&] { return round_trip(bytes); });
   const std::string method = "host to device and back of " + binary_size(bytes) +
-                             ", 2 x bytes / time, " + sampling_note(repetition);
+                             ", 2 x bytes / time, " + median_note(repetition);
   const double bandwidth = 2.0 * static_cast<double>(bytes) / seconds;
   profile.host_link_bandwidth = measured(bandwidth, options, method);
   profile.measurements.push_back({"host link (round trip)", bandwidth, "B/s", method});
@@ -816,7 +801,7 @@ CalibrationProfile calibrate_cpu(const CalibrationOptions& options) {
   measure_kernels(device, options, profile);
 
   const RuntimeCosts runtime = measure_runtime_costs(profile.threads, repetition_for(options),
-                                                     sampling_note(repetition_for(options)));
+                                                     median_note(repetition_for(options)));
   profile.figures.run_overhead = measured(runtime.run_overhead, options, runtime.run_method);
   profile.measurements.push_back({"plan run", runtime.run_overhead, "s", runtime.run_method});
   if (options.progress) options.progress(profile.measurements.back());
@@ -829,7 +814,7 @@ CalibrationProfile calibrate_cpu(const CalibrationOptions& options) {
   const size_t bytes = options.quick ? size_t{16} << 20 : size_t{64} << 20;
   const Repetition repetition = repetition_for(options);
   const std::string method = "no device copy on a CPU: host memcpy of " + binary_size(bytes) +
-                             ", one thread, " + sampling_note(repetition);
+                             ", one thread, " + median_note(repetition);
   const double bandwidth = memcpy_bandwidth(bytes, repetition);
   profile.host_link_bandwidth = measured(bandwidth, options, method);
   profile.measurements.push_back({"host link (memcpy)", bandwidth, "B/s", method});

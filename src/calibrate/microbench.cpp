@@ -5,7 +5,6 @@
 #include <map>
 #include <numeric>
 #include <random>
-#include <thread>
 
 #include "util/random_tensor.h"
 #include "util/statistics.h"
@@ -17,56 +16,6 @@ ContentionLog& contention_log() {
   return log;
 }
 
-FullSpeedGate& full_speed_gate() {
-  static FullSpeedGate gate;
-  return gate;
-}
-
-void FullSpeedGate::arm(std::function<double()> sentinel, double warmup_seconds,
-                        double budget_seconds) {
-  sentinel_ = std::move(sentinel);
-  budget_left_ = budget_seconds;
-  fastest_ = sentinel_();
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  while (std::chrono::duration<double>(Clock::now() - start).count() < warmup_seconds) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    fastest_ = std::min(fastest_, sentinel_());
-  }
-  fastest_after_warmup_ = fastest_;
-}
-
-void FullSpeedGate::disarm() { sentinel_ = nullptr; }
-
-double FullSpeedGate::speed_up_since_warmup() const {
-  return fastest_after_warmup_ > 0 ? fastest_ / fastest_after_warmup_ : 1;
-}
-
-void FullSpeedGate::wait() {
-  if (!sentinel_) return;
-  const auto slow = [&] {
-    const double seconds = sentinel_();
-    fastest_ = std::min(fastest_, seconds);
-    return seconds > kSlowPhaseFactor * fastest_;
-  };
-  if (!slow()) return;
-  ContentionLog& log = contention_log();
-  ++log.slow_phase_waits;
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  const auto waited = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-  bool still_slow = true;
-  while (still_slow && waited() < budget_left_) {
-    // The slow phases are other tenants' work on the host's cores: polling costs nothing they
-    // need, and a phase can end within milliseconds.
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    still_slow = slow();
-  }
-  budget_left_ = std::max(0.0, budget_left_ - waited());
-  log.slow_phase_seconds += waited();
-  if (still_slow) ++log.slow_phase_unsettled;
-}
-
 double typical(std::vector<double> samples, const std::function<double()>& more,
                const Repetition& repetition) {
   ContentionLog& log = contention_log();
@@ -75,7 +24,7 @@ double typical(std::vector<double> samples, const std::function<double()>& more,
     const double fast = quantile(samples, 0.1);
     return fast > 0 ? median(samples) / fast : 1.0;
   };
-  if (spread() <= kContendedSpread) return quantile(std::move(samples), 0.1);
+  if (spread() <= kContendedSpread) return median(std::move(samples));
   ++log.contended;
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
@@ -159,7 +108,6 @@ double OpBench::node_seconds(const Repetition& repetition) {
 
 std::vector<double> OpBench::per_node_seconds(const Repetition& repetition) {
   if (executor_->compiled()) return {};
-  full_speed_gate().wait();
   const size_t nodes = graph_.nodes.size();
   std::vector<std::vector<double>> samples(nodes);
   std::map<const Node*, size_t> index;
@@ -185,26 +133,20 @@ std::vector<double> OpBench::per_node_seconds(const Repetition& repetition) {
       typical_times.push_back(0);
       continue;
     }
-    typical_times.push_back(quantile(node_samples, 0.1));
+    const double fast = quantile(node_samples, 0.1);
+    const double middle = median(node_samples);
+    typical_times.push_back(fast > 0 && middle / fast > kContendedSpread ? fast : middle);
   }
   return typical_times;
 }
 
-double OpBench::timed_run() {
-  const auto start = std::chrono::steady_clock::now();
-  executor_->run(inputs_);
-  executor_->finish();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 double OpBench::run_seconds(const Repetition& repetition) {
-  return typical_seconds(repetition, [&] { return timed_run(); });
-}
-
-double OpBench::median_run_seconds(int runs) {
-  std::vector<double> samples;
-  for (int run = 0; run < runs; ++run) samples.push_back(timed_run());
-  return median(std::move(samples));
+  return typical_seconds(repetition, [&] {
+    const auto start = std::chrono::steady_clock::now();
+    executor_->run(inputs_);
+    executor_->finish();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  });
 }
 
 }  // namespace tandem::calibrate

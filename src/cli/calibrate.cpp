@@ -113,11 +113,7 @@ nlohmann::json to_json(const CalibrationProfile& profile, const std::string& pat
             {"contended", quietness.contention.contended},
             {"unsettled", quietness.contention.unsettled},
             {"speed_change", quietness.contention.speed_change},
-            {"remeasured", quietness.contention.remeasured},
-            {"slow_phase_waits", quietness.contention.slow_phase_waits},
-            {"slow_phase_s", quietness.contention.slow_phase_seconds},
-            {"slow_phase_unsettled", quietness.contention.slow_phase_unsettled},
-            {"late_full_speed", quietness.contention.late_full_speed}}}};
+            {"remeasured", quietness.contention.remeasured}}}};
 }
 
 // The models to time, loaded and fused as `tandem run` runs them; loaded before any
@@ -243,7 +239,7 @@ int calibrate_command(const CalibrateOptions& options) {
   } else if (contention.contended > 0) {
     std::fprintf(stderr,
                  "note: %d of %d measurements varied from run to run (up to %.1fx); their figures "
-                 "are the 10th percentile of more runs\n",
+                 "are the 10th percentile of more runs, not the median\n",
                  contention.contended, contention.measurements, contention.worst_spread);
   }
   if (contention.remeasured > 0) {
@@ -251,25 +247,6 @@ int calibrate_command(const CalibrateOptions& options) {
                  "note: %d curve points took longer than a larger point of their curve and were "
                  "measured again (each kept its faster timing)\n",
                  contention.remeasured);
-  }
-  if (contention.late_full_speed < 1 / calibrate::kSlowPhaseFactor) {
-    std::fprintf(stderr,
-                 "warning: the machine ran slow for the calibration's first second and came to "
-                 "full speed only later (a %.2fx faster product): the figures measured before "
-                 "may be slow; calibrate again when the machine is steadier\n",
-                 1 / contention.late_full_speed);
-  }
-  if (contention.slow_phase_unsettled > 0) {
-    std::fprintf(stderr,
-                 "warning: the machine ran slow for %.1f s while calibrating; %d measurements were "
-                 "taken before it ran at full speed again: their figures may be slow; calibrate "
-                 "again when the machine is steadier\n",
-                 contention.slow_phase_seconds, contention.slow_phase_unsettled);
-  } else if (contention.slow_phase_waits > 0) {
-    std::fprintf(stderr,
-                 "note: %d measurements waited %.1f s in all for the machine to run at full speed "
-                 "(its speed varies: a shared host)\n",
-                 contention.slow_phase_waits, contention.slow_phase_seconds);
   }
   if (contention.speed_change > calibrate::kSpeedChangeWarning ||
       contention.speed_change < 1 / calibrate::kSpeedChangeWarning) {
