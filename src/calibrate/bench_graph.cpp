@@ -220,6 +220,31 @@ std::vector<KindGraph> element_kind_graphs(int64_t elements) {
     graphs.push_back({"Gather", graph.finish({graph.node("Gather", {table, picked})})});
   }
   {
+    // A recommender's bags: rows of 64 summed in bags of 8, picked from an 8 MiB table (past a
+    // core's caches, as a DLRM's tables are) in an order a cache cannot predict. Rated by the
+    // elements the bags read (rated_elements).
+    BenchGraph graph;
+    constexpr int64_t kTableRows = int64_t{1} << 15, kWidth = 64, kBag = 8;
+    const int64_t lookups = elements / kWidth;
+    const int table = graph.random_constant({DType::kFloat32, {kTableRows, kWidth}});
+    std::vector<int64_t> order(static_cast<size_t>(lookups));
+    for (size_t i = 0; i < order.size(); ++i)
+      order[i] = static_cast<int64_t>((i * 40503 + 17) % kTableRows);
+    std::vector<int64_t> starts, ends;
+    for (int64_t start = 0; start < lookups; start += kBag) {
+      starts.push_back(start);
+      ends.push_back(start + kBag);
+    }
+    const int bags = static_cast<int>(starts.size());
+    const int picked = graph.constant(int64s(order));
+    graphs.push_back(
+        {"EmbeddingBag",
+         graph.finish({graph.node(
+             "EmbeddingBag",
+             {table, picked, graph.constant(int64s(starts)), graph.constant(int64s(ends))},
+             {{"mode", std::string("sum")}, {"bags", int64_t{bags}}})})});
+  }
+  {
     BenchGraph graph;
     const int64_t inner = side(64) - 2;
     const int x = graph.input({DType::kFloat32, {1, 64, inner, inner}});

@@ -353,6 +353,13 @@ std::string depthwise_layout_key(bool input_channels_last, bool output_channels_
 }
 
 double rated_elements(const Node& node, const Graph& graph) {
+  if (node.op_type == "EmbeddingBag" && node.inputs.size() > 1 && node.inputs[0] >= 0 &&
+      node.inputs[1] >= 0) {
+    const Shape& table = graph.values[node.inputs[0]].type.shape;
+    const Shape& indices = graph.values[node.inputs[1]].type.shape;
+    if (!is_static(table) || !is_static(indices) || table.empty() || table[0] <= 0) return 0;
+    return static_cast<double>(numel(indices)) * static_cast<double>(numel(table) / table[0]);
+  }
   for (const auto& ids : {node.outputs, node.inputs}) {
     if (ids.empty() || ids[0] < 0) continue;
     const Shape& shape = graph.values[ids[0]].type.shape;

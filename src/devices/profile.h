@@ -82,9 +82,9 @@ struct CalibrationProfile {
   // than at the vector peak.
   std::map<std::string, double> vector_op_rates;
   // Kernel times of the kinds whose CPU kernels run in loops of their own, below the memory
-  // curve's and the vector peak's rates (a Transpose, Concat, Slice, Gather, Pad, Resize,
-  // NonZero; a bias Add, a Softmax, a LayerNormalization), by rated_elements, at three sizes
-  // (16 KiB to 1 MiB of fp32): op type -> points in ascending elements. An op of such a type
+  // curve's and the vector peak's rates (a Transpose, Concat, Slice, Gather, EmbeddingBag, Pad,
+  // Resize, NonZero; a bias Add, a Softmax, a LayerNormalization), by rated_elements, at three
+  // sizes (16 KiB to 1 MiB of fp32): op type -> points in ascending elements. An op of such a type
   // takes at least its kind's time for its elements. Empty in older profiles and on compiled
   // devices (XLA fuses them into its loops).
   struct ElementPoint {
@@ -116,8 +116,9 @@ std::string depthwise_layout_key(bool input_channels_last, bool output_channels_
 
 // What an op_element_curves curve counts: the elements of the node's first output, which these
 // kernels' loops write one by one (a 2x Resize computes four outputs per input); the first
-// input's where the output's size depends on the data (a NonZero scans its input). 0 when
-// neither is static.
+// input's where the output's size depends on the data (a NonZero scans its input); an
+// EmbeddingBag's elements read (its indices times a table row's), as its bags may hold one row
+// or hundreds. 0 when they are not static.
 double rated_elements(const Node& node, const Graph& graph);
 
 // A key that identifies an op's work exactly: op type, input and output dtypes and shapes,

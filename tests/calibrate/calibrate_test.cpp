@@ -185,8 +185,8 @@ TEST(Calibrate, QuickGivesPlausibleFiguresInSeconds) {
   // Each kind that runs in loops of its own, timed at three sizes. (No comparison of kinds here:
   // this quick calibration runs beside other tests, and one stall of a 1 MiB Concat made it
   // 30 ns an element, as slow as a Resize.)
-  for (const char* kind : {"Transpose", "Concat", "Slice", "Gather", "Pad", "Resize", "NonZero",
-                           "Add", "Softmax", "LayerNormalization"}) {
+  for (const char* kind : {"Transpose", "Concat", "Slice", "Gather", "EmbeddingBag", "Pad",
+                           "Resize", "NonZero", "Add", "Softmax", "LayerNormalization"}) {
     ASSERT_EQ(profile.op_element_curves.count(kind), 1u) << kind;
     const auto& points = profile.op_element_curves.at(kind);
     ASSERT_EQ(points.size(), 3u) << kind;

@@ -278,6 +278,16 @@ TEST(CalibratedCost, KindsTimedByElementsTakeNoLessThanTheirCurve) {
   const Graph non_zero = masking.infer({masking.node("NonZero", {mask})});
   EXPECT_EQ(rated_elements(non_zero.nodes[0], non_zero), 3072);
   EXPECT_NEAR(time_of(model, non_zero).memory_seconds, 3e-6, 1e-12);
+  // An EmbeddingBag's work is the rows it reads, however many bags they fill: 40 rows of 64.
+  GraphBuilder bagging;
+  const int table = bagging.constant("table", DType::kFloat32, {1000, 64});
+  const int indices = bagging.input("indices", DType::kInt64, {40});
+  const int starts = bagging.input("starts", DType::kInt64, {4});
+  const int ends = bagging.input("ends", DType::kInt64, {4});
+  const Graph bags =
+      bagging.infer({bagging.node("EmbeddingBag", {table, indices, starts, ends},
+                                  {{"mode", std::string("sum")}, {"bags", int64_t{4}}})});
+  EXPECT_EQ(rated_elements(bags.nodes[0], bags), 40 * 64);
   // A kind without a curve keeps the memory curve's time; a curve faster than it changes nothing.
   EXPECT_EQ(time_of(model, add(16)).memory_seconds, time_of(plain, add(16)).memory_seconds);
   profile.op_element_curves = {{"Transpose", {{65536, 1e-6 + 1e-9}}}};
