@@ -118,6 +118,9 @@ class Device {
   // synchronize does). The runtime's waiting thread sleeps rather than watch awake where the
   // devices leave it no core.
   virtual int busy_host_cores() const { return 1; }
+  // Whether the calling thread runs this device's work as a worker of its own would: nothing to
+  // bind, the same threads. A plan on this device alone then runs on run()'s thread.
+  virtual bool runs_on_any_thread() const { return false; }
   // Compiled devices turn a whole graph into one program (throwing InputError naming a node
   // they cannot take); eager devices return null and their graphs run node by node.
   virtual std::unique_ptr<GraphProgram> compile_graph(const Graph& /*graph*/) { return nullptr; }

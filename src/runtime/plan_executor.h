@@ -42,7 +42,9 @@ struct PlanExecutorOptions {
 // injected fault) stops every worker, is re-thrown by run() as DeviceFailure naming the device,
 // the segment and the op, and every buffer of the run is freed. The workers are started by the
 // first run and kept (pinned, their OpenMP teams and oneDNN streams warm) until the executor is
-// destroyed; run() calls on one executor are serialised.
+// destroyed; run() calls on one executor are serialised. A plan on one device that keeps every
+// core busy runs on run()'s own thread instead, where that thread runs its work as a worker
+// would (Device::runs_on_any_thread): a hand-off there cost a wake-up per run.
 //
 // Across hosts, one executor per rank runs that rank's devices (Options::transport): a value a
 // device of another rank reads is sent to that rank as soon as it is computed (once per rank,
@@ -118,6 +120,8 @@ class PlanExecutor {
   void copy_worker(RunState& state, int device, const std::exception_ptr& start_error);
   void run_job(RunState& state, const Job& job);
   void start_pool();
+  // The device whose work run()'s own thread runs this time, or -1.
+  int caller_device() const;
 
   const Graph& graph_;
   const Plan& plan_;

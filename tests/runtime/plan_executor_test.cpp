@@ -82,6 +82,37 @@ TEST(PlanExecutor, EveryStrategyOnEveryZooModelGivesTheSingleDeviceOutputs) {
   EXPECT_GT(multi_device_runs, 0) << "no plan used both devices";
 }
 
+// A plan on one device that keeps every core busy runs on run()'s own thread where that thread
+// runs the device's work as a worker would (the device pinned to no cores or to the thread's
+// own, as many OpenMP threads as its cores), and on the device's worker otherwise; the outputs
+// are the same either way.
+TEST(PlanExecutor, ALoneDeviceOnEveryCoreRunsOnTheCallersThreadWhereItCan) {
+  const std::vector<int> cores = affinity_cores();
+  const int threads = cpu::cpu_threads();
+  cpu::set_cpu_threads(static_cast<int>(cores.size()));
+  cpu::CpuDevice unpinned("cpu0"), everywhere("cpu0", cores);
+  EXPECT_TRUE(unpinned.runs_on_any_thread());
+  EXPECT_TRUE(everywhere.runs_on_any_thread());
+  if (cores.size() > 1) EXPECT_FALSE(cpu::CpuDevice("cpu0", {cores[0]}).runs_on_any_thread());
+
+  SplitCpu split;
+  Model model("resnet", 2);
+  const std::vector<Tensor> inputs = random_inputs(model.graph);
+  const std::vector<Tensor> expected = GraphExecutor(model.graph, unpinned).run(inputs);
+  const PlanningProblem problem(model.graph, split.cluster, split.cost, model.plan_options());
+  const std::optional<Plan> plan = make_strategy("single:cpu0", split.cluster)->plan(problem);
+  ASSERT_TRUE(plan);
+  PlanExecutor executor(model.graph, *plan, {&unpinned, split.devices[1].get()}, model.split,
+                        split.options());
+  tandem::testing::expect_same_outputs(executor.run(inputs), expected);  // on this thread
+  if (cores.size() > 1) {
+    cpu::set_cpu_threads(1);  // fewer threads than a worker's: the worker runs it
+    EXPECT_FALSE(unpinned.runs_on_any_thread());
+    tandem::testing::expect_same_outputs(executor.run(inputs), expected);
+  }
+  cpu::set_cpu_threads(threads);
+}
+
 // A pipeline of two stages over 4 micro-batches: stage 1 computes micro-batch k+1 while
 // stage 2 computes k, so the two devices' compute spans overlap in time.
 TEST(PlanExecutor, PipelineStagesOverlap) {

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -73,6 +74,12 @@ void CpuDevice::release_waiting_thread() const { release_idle_threads(); }
 
 int CpuDevice::busy_host_cores() const {
   return static_cast<int>(cores_.empty() ? affinity_cores().size() : cores_.size());
+}
+
+bool CpuDevice::runs_on_any_thread() const {
+  std::vector<int> cores = cores_;
+  std::sort(cores.begin(), cores.end());
+  return (cores.empty() || cores == affinity_cores()) && cpu_threads() == busy_host_cores();
 }
 
 void set_cpu_threads(int threads) {

@@ -28,6 +28,9 @@ class CpuDevice final : public Device {
   void release_waiting_thread() const override;
   // Its cores; every core this process may run on where it is not pinned.
   int busy_host_cores() const override;
+  // Pinned to no cores or to the calling thread's own, and that thread's OpenMP team is as many
+  // threads as the device's cores, as a worker's would be.
+  bool runs_on_any_thread() const override;
   std::unique_ptr<Kernel> compile(const KernelSpec& spec) override;
   // Keeps chains of convolutions channels-last (conv_layout.h).
   std::optional<Graph> specialise(const Graph& graph) const override;

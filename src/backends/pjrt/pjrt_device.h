@@ -69,6 +69,8 @@ class PjrtDevice : public Device {
   bool compiled() const override { return true; }
   // XLA's CPU client computes on a pool of every core; other plugins on their devices.
   int busy_host_cores() const override;
+  // The plugin runs a program in threads of its own, whichever thread asks.
+  bool runs_on_any_thread() const override { return true; }
   const MemorySpace* memory() const override { return &memory_; }
   // PJRT buffers are made by programs and copies: there is no uninitialised one to write into.
   Tensor allocate(DType dtype, Shape shape) override;
