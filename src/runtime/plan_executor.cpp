@@ -158,6 +158,7 @@ PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan, std::vector<Dev
                                  " nodes, the model has " + std::to_string(graph.nodes.size()));
   build_pieces();
   build_segments();
+  lone_device_ = find_lone_device();
 }
 
 PlanExecutor::~PlanExecutor() {
@@ -165,10 +166,11 @@ PlanExecutor::~PlanExecutor() {
 }
 
 // A plan on one device that moves nothing between devices, where that device keeps every core
-// busy and this thread can run its work as its worker would, runs on this thread: handing it to
-// the worker cost a wake-up of this thread per run (it sleeps where the devices take every
-// core, tens of microseconds on a VM: a 6 us model took 47 through local.yaml).
-int PlanExecutor::caller_device() const {
+// busy, runs on run()'s thread wherever that thread can run the device's work as its worker
+// would: handing it to the worker cost a wake-up of run()'s thread per run (it sleeps where the
+// devices take every core, tens of microseconds on a VM: a 6 us model took 47 through
+// local.yaml).
+int PlanExecutor::find_lone_device() const {
   if (options_.transport || options_.on_worker_start) return -1;
   int only = -1;
   for (int d = 0; d < static_cast<int>(devices_.size()); ++d) {
@@ -177,11 +179,14 @@ int PlanExecutor::caller_device() const {
     if (only >= 0) return -1;
     only = d;
   }
-  if (only < 0 || !devices_[only]->runs_on_any_thread() ||
-      devices_[only]->busy_host_cores() < static_cast<int>(affinity_cores().size())) {
+  if (only < 0 || devices_[only]->busy_host_cores() < static_cast<int>(affinity_cores().size())) {
     return -1;
   }
   return only;
+}
+
+int PlanExecutor::caller_device() const {
+  return lone_device_ >= 0 && devices_[lone_device_]->runs_on_any_thread() ? lone_device_ : -1;
 }
 
 void PlanExecutor::start_pool() {

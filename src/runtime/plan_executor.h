@@ -120,7 +120,10 @@ class PlanExecutor {
   void copy_worker(RunState& state, int device, const std::exception_ptr& start_error);
   void run_job(RunState& state, const Job& job);
   void start_pool();
-  // The device whose work run()'s own thread runs this time, or -1.
+  // The plan's only device where it keeps every core busy and nothing moves between devices,
+  // or -1 (found once); caller_device(): that device where run()'s thread can run its work
+  // this time (Device::runs_on_any_thread), or -1.
+  int find_lone_device() const;
   int caller_device() const;
 
   const Graph& graph_;
@@ -146,6 +149,7 @@ class PlanExecutor {
   int runs_recorded_ = 0;                        // since clear_timeline()
   std::chrono::steady_clock::time_point epoch_;  // every_run: the first recorded run's start
   RunStats stats_;
+  int lone_device_ = -1;  // find_lone_device()
 };
 
 }  // namespace tandem
