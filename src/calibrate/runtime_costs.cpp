@@ -88,10 +88,11 @@ double plan_run_less_alone(const Repetition& repetition, Alone alone, const Grap
 RuntimeCosts measure_runtime_costs(int threads, const Repetition& repetition,
                                    const std::string& note) {
   const std::vector<int> cores = affinity_cores();
-  // The run's cost with ops large enough for OpenMP teams, as a model's are: idle teams spin a
-  // while before they sleep, so that the next run's wake-ups are quick (on tiny ops, where no
-  // team runs, every wake-up waits for a sleeping core: several times as long).
-  constexpr int64_t kRunElements = 65536;
+  // The run's own cost on ops too small to hide it in their noise: a plan on a device that
+  // keeps every core busy runs on run()'s thread, so that this is the executor's bookkeeping;
+  // on fewer cores it is handed to the device's worker, which watches awake between runs that
+  // follow each other closely, and run()'s thread watches for its end on a core left free.
+  constexpr int64_t kRunElements = 16;
   const Graph chain = relu_chain(kRunChain, kRunElements);
   const std::vector<Tensor> input = {Tensor::zeros(DType::kFloat32, {kRunElements})};
 

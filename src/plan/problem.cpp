@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "backends/registry.h"
 #include "cost/memory_footprint.h"
@@ -230,6 +231,7 @@ PlanningProblem::PlanningProblem(const Cluster& cluster, const CostModel& cost,
   validate_runnable();
   memory_group_.assign(devices, -1);  // synthetic problems have no op times to split
   device_cores_.assign(devices, 1);
+  busy_host_cores_.assign(devices, 1);
   build_transfers_and_paths();
   build_single_device_figures();
   bounds_ = lower_bounds(*this);
@@ -242,7 +244,14 @@ void PlanningProblem::build_memory_groups() {
   memory_share_.assign(devices, 1);
   device_cores_.assign(devices, 0);
   host_cores_ = cores_used(DeviceSpec{});  // every core of the machine
-  for (int d = 0; d < devices; ++d) device_cores_[d] = cores_used(cluster().devices[d]);
+  busy_host_cores_.assign(devices, 1);
+  for (int d = 0; d < devices; ++d) {
+    const DeviceSpec& device = cluster().devices[d];
+    device_cores_[d] = cores_used(device);
+    // The PJRT CPU plugin runs its programs on every core, whatever the file says.
+    if (device.kind == DeviceKind::kCpu)
+      busy_host_cores_[d] = device.backend == BackendKind::kPjrt ? host_cores_ : device_cores_[d];
+  }
   std::vector<int> members;
   for (int d = 0; d < devices; ++d) {
     const DeviceSpec& device = cluster().devices[d];
@@ -380,6 +389,8 @@ void PlanningProblem::build_single_device_figures() {
   for (int d = 0; d < devices; ++d) {
     const Figure& run_overhead = cluster().devices[d].figures.run_overhead;
     run_overheads_.push_back(run_overhead.known() ? run_overhead.value : 0);
+    const Figure& handoff = cluster().devices[d].figures.handoff_latency;
+    handoff_latencies_.push_back(handoff.known() ? handoff.value : 0);
     HostCopies copies(*this);
     for (int n = 0; n < node_count(); ++n)
       single_seconds_[d] += seconds_[n][d] + copies.charge(n, d, 1);
@@ -417,11 +428,26 @@ double PlanningProblem::launch_overhead(int device) const {
 }
 
 double PlanningProblem::run_overhead(const Plan& plan) const {
-  double seconds = 0;
+  std::vector<bool> used(device_count(), false);
   for (const int device : plan.device_of_node)
-    if (device >= 0) seconds = std::max(seconds, run_overheads_[device]);
+    if (device >= 0) used[device] = true;
   for (size_t device = 0; device < plan.batch_share.size(); ++device)
-    if (plan.batch_share[device] > 0) seconds = std::max(seconds, run_overheads_[device]);
+    if (plan.batch_share[device] > 0) used[device] = true;
+  double seconds = 0, wake = 0;
+  int devices = 0, lone = -1;
+  std::map<std::string, int> busy_on_host;
+  for (int d = 0; d < device_count(); ++d) {
+    if (!used[d]) continue;
+    ++devices;
+    lone = d;
+    seconds = std::max(seconds, run_overheads_[d]);
+    wake = std::max(wake, handoff_latencies_[d]);
+    busy_on_host[cluster().devices[d].host] += busy_host_cores_[d];
+  }
+  const bool on_callers_thread = devices == 1 && busy_host_cores_[lone] >= host_cores_;
+  if (on_callers_thread) return seconds;
+  for (const auto& [host, busy] : busy_on_host)
+    if (busy >= host_cores_) return seconds + wake;
   return seconds;
 }
 

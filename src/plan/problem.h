@@ -197,12 +197,20 @@ class PlanningProblem {
   double single_device_memory(int device) const { return single_memory_[device]; }
   int best_single_device() const { return best_single_; }  // -1 when none
   // The runtime's cost of one run of `plan` beyond its segments (waking the device workers,
-  // moving the inputs in and the outputs out, the run's events), once per batch: the largest
-  // run_overhead figure of the devices it runs on (the runtime waits for its slowest worker);
-  // 0 where none is known.
+  // moving the inputs in and the outputs out, the run's events), once per batch, priced as the
+  // runtime runs it: the largest run_overhead figure of the devices it runs on (each measured
+  // as a plan on that device alone runs: on run()'s own thread where the device keeps every
+  // core busy, else handed to its worker while run()'s thread watches on a core left free);
+  // and where the plan is handed to workers whose devices keep every core of a host busy,
+  // run()'s thread sleeps until they end, and waking it is one more hand-off (the largest
+  // handoff_latency figure of those devices). 0 where nothing is known.
   double run_overhead(const Plan& plan) const;
   // The same for a plan of `device` alone.
   double run_overhead(int device) const { return run_overheads_[device]; }
+  // How many of its host's cores a device's work keeps busy while it runs, as the runtime
+  // counts them (Device::busy_host_cores): a CPU device's own, every core for a PJRT CPU
+  // plugin, one for an accelerator (its worker waits on it awake).
+  int busy_host_cores(int device) const { return busy_host_cores_[device]; }
   // lower_bound (plan/evaluate.h) for this problem's objective, and every objective's, computed
   // once.
   double bound() const { return bound_; }
@@ -254,6 +262,8 @@ class PlanningProblem {
   int best_single_ = -1;
   double bound_ = 0;
   std::vector<double> run_overheads_;  // per device, 0 where unknown
+  std::vector<double> handoff_latencies_;  // per device, 0 where unknown
+  std::vector<int> busy_host_cores_;
 };
 
 }  // namespace tandem

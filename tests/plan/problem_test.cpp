@@ -406,6 +406,65 @@ TEST(Problem, CpuDevicesOfOneHostShareItsMemoryBandwidth) {
   }
 }
 
+// A run is priced as the runtime runs it (runtime/plan_executor.cpp): a device on every core
+// alone runs on run()'s thread; otherwise the run is handed to workers, and where their devices
+// keep every core busy, run()'s thread sleeps and waking it is one hand-off more.
+TEST(Problem, ARunIsPricedAsTheRuntimeRunsIt) {
+  using namespace testing;
+  const int host_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  Cluster cluster;
+  cluster.hosts = {host("h0"), host("h1")};
+  const auto add = [&](DeviceSpec device, int cores, double run, double handoff) {
+    device.cores = cores;
+    device.figures.run_overhead = figure(run);
+    device.figures.handoff_latency = figure(handoff);
+    cluster.links.push_back(link(device.id, device.host, LinkKind::kHostMemory, 20e9, 20e9, 0));
+    cluster.devices.push_back(std::move(device));
+  };
+  constexpr int kWhole = 0, kOne = 1, kRest = 2, kGpu = 3, kElsewhere = 4;
+  add(cpu("whole", "h0"), 0, 1e-6, 10e-6);
+  add(cpu("one", "h0"), 1, 2e-6, 20e-6);
+  add(cpu("rest", "h0"), std::max(host_cores - 1, 1), 3e-6, 30e-6);
+  add(gpu("gpu", "h0"), 0, 4e-6, 40e-6);
+  add(cpu("elsewhere", "h1"), 1, 5e-6, 50e-6);
+  cluster.links.push_back(link("h0", "h1", LinkKind::kNetwork, 10e9, 10e9, 1e-6));
+  const CostModel cost(cluster);
+  const Graph graph = small_graph();
+  PlanOptions options;
+  options.batch = 2;
+  const PlanningProblem problem(graph, cost.cluster(), cost, options);
+  EXPECT_EQ(problem.busy_host_cores(kWhole), host_cores);
+  EXPECT_EQ(problem.busy_host_cores(kOne), 1);
+  EXPECT_EQ(problem.busy_host_cores(kGpu), 1);
+
+  const auto on = [&](std::vector<int> devices) {
+    Plan plan;
+    for (int n = 0; n < problem.node_count(); ++n) {
+      plan.device_of_node.push_back(devices[n % devices.size()]);
+      plan.order.push_back(n);
+    }
+    return plan;
+  };
+  // Alone: the device's own figure, measured as it runs alone (on run()'s thread for the
+  // whole machine, handed to its worker for one core).
+  EXPECT_DOUBLE_EQ(problem.run_overhead(on({kWhole})), 1e-6);
+  EXPECT_DOUBLE_EQ(problem.run_overhead(on({kOne})), 2e-6);
+  EXPECT_DOUBLE_EQ(problem.run_overhead(on({kWhole})), problem.run_overhead(kWhole));
+  // Two devices that take every core between them: run()'s thread sleeps.
+  EXPECT_DOUBLE_EQ(problem.run_overhead(on({kOne, kRest})), 3e-6 + 30e-6);
+  EXPECT_DOUBLE_EQ(problem.run_overhead(on({kWhole, kGpu})), 4e-6 + 40e-6);
+  Plan shares = on({kOne});
+  shares.batch_share = {0, 0.5, 0.5, 0, 0};
+  EXPECT_DOUBLE_EQ(problem.run_overhead(shares), 3e-6 + 30e-6);
+  // A core left free on every host: run()'s thread watches for the workers' end awake.
+  if (host_cores > 2) EXPECT_DOUBLE_EQ(problem.run_overhead(on({kOne, kGpu})), 4e-6);
+  if (host_cores > 1) EXPECT_DOUBLE_EQ(problem.run_overhead(on({kOne, kElsewhere})), 5e-6);
+  // The evaluator and the simulator price it alike.
+  evaluate_plan(problem, shares);
+  EXPECT_NEAR(simulate(problem, shares).latency_seconds, shares.predicted.latency_seconds,
+              1e-9 + 1e-6 * shares.predicted.latency_seconds);
+}
+
 TEST(Problem, AShareOfTheBatchStillReadsEveryWeight) {
   GraphBuilder builder;
   const int x = builder.input("x", DType::kFloat32, {2, 1 << 20});
