@@ -684,6 +684,16 @@ class Suite {
                  " MatMul, then Negs in a chain: the first's kernel time less the second's (0 "
                  "where no slower), " +
                  median_note());
+      // The same Neg again, its output now read by a product.
+      OpBench before_product(device_, product_reads_a_neg(m, kDepth, kWidth));
+      const std::vector<double> sandwiched = before_product.per_node_seconds(repetition);
+      if (sandwiched.size() != 3) continue;
+      const double write_seconds = std::max(0.0, sandwiched[1] - kernels[1]);
+      profile_.product_input_write_curve.push_back({bytes, write_seconds});
+      record("write of a product's input " + joined({m, kWidth}), write_seconds, "s",
+             "the Neg above with its output read by a " + joined({m, kWidth, kWidth}) +
+                 " MatMul: its kernel time less the Neg's before a Neg (0 where no slower), " +
+                 median_note());
     }
   }
 

@@ -327,9 +327,11 @@ void CostModel::add_device(int device, std::shared_ptr<const CalibrationProfile>
     model.weights = BandwidthCurve(profile->weight_curve, 0);
     model.reorder_in = BandwidthCurve(profile->reorder_in_curve, 0);
     model.reorder_out = BandwidthCurve(profile->reorder_out_curve, 0);
+    const auto by_bytes = [](const auto& a, const auto& b) { return a.bytes < b.bytes; };
     model.product_output_reads = profile->product_output_read_curve;
-    std::sort(model.product_output_reads.begin(), model.product_output_reads.end(),
-              [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+    std::sort(model.product_output_reads.begin(), model.product_output_reads.end(), by_bytes);
+    model.product_input_writes = profile->product_input_write_curve;
+    std::sort(model.product_input_writes.begin(), model.product_input_writes.end(), by_bytes);
     for (const auto& [layouts, points] : profile->depthwise_curves) {
       std::vector<WorkCurve::Point> work;
       for (const auto& point : points)
@@ -398,35 +400,65 @@ std::vector<double> bytes_inside_loops_by_node(const Graph& graph) {
   return by_node;
 }
 
-// Per node of `graph`: the bytes of its inputs that a matrix product wrote (through views) and
-// that it, not itself a product or a view, is the first in the graph's order to read.
-std::vector<double> product_output_bytes_by_node(const Graph& graph) {
-  std::vector<double> by_node(graph.nodes.size(), 0);
-  std::vector<int> producer(graph.values.size(), -1);
-  std::vector<bool> product(graph.nodes.size(), false);
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    product[i] = gemm_shape(graph.nodes[i], graph).has_value();
-    for (int out : graph.nodes[i].outputs)
-      if (out >= 0) producer[out] = static_cast<int>(i);
+// Who wrote each value of a graph: its node, whether that node is a matrix product, and, for a
+// view's output, the value whose memory it shares (back to the op that wrote it).
+struct Writers {
+  explicit Writers(const Graph& graph)
+      : graph(graph), producer(graph.values.size(), -1), product(graph.nodes.size(), false) {
+    for (size_t i = 0; i < graph.nodes.size(); ++i) {
+      product[i] = gemm_shape(graph.nodes[i], graph).has_value();
+      for (int out : graph.nodes[i].outputs)
+        if (out >= 0) producer[out] = static_cast<int>(i);
+    }
   }
-  // The value a view's output shares its memory with, back to the op that wrote it.
-  const auto written = [&](int value) {
+  int memory_of(int value) const {
     while (producer[value] >= 0 && is_view(graph.nodes[producer[value]]) &&
            !graph.nodes[producer[value]].inputs.empty() &&
            graph.nodes[producer[value]].inputs[0] >= 0)
       value = graph.nodes[producer[value]].inputs[0];
     return value;
-  };
+  }
+  const Graph& graph;
+  std::vector<int> producer;  // per value, -1 for a graph input or constant
+  std::vector<bool> product;  // per node
+};
+
+// Per node of `graph`: the bytes of its inputs that a matrix product wrote (through views) and
+// that it, not itself a product or a view, is the first in the graph's order to read.
+std::vector<double> product_output_bytes_by_node(const Graph& graph) {
+  const Writers writers(graph);
+  std::vector<double> by_node(graph.nodes.size(), 0);
   std::vector<bool> read(graph.values.size(), false);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     if (is_view(graph.nodes[i])) continue;
     for (int in : graph.values_read(graph.nodes[i])) {
-      const int source = written(in);
-      const int from = producer[source];
-      if (from < 0 || read[source] || !product[from]) continue;
+      const int source = writers.memory_of(in);
+      const int from = writers.producer[source];
+      if (from < 0 || read[source] || !writers.product[from]) continue;
       read[source] = true;
       const TensorType& type = graph.values[in].type;
-      if (!product[i] && is_static(type.shape)) by_node[i] += type_bytes(type);
+      if (!writers.product[i] && is_static(type.shape)) by_node[i] += type_bytes(type);
+    }
+  }
+  return by_node;
+}
+
+// Per node of `graph`, not itself a product or a view: the bytes of its outputs that a matrix
+// product reads, directly or through views.
+std::vector<double> product_input_bytes_by_node(const Graph& graph) {
+  const Writers writers(graph);
+  std::vector<double> by_node(graph.nodes.size(), 0);
+  std::vector<bool> counted(graph.values.size(), false);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (!writers.product[i]) continue;
+    for (int in : graph.values_read(graph.nodes[i])) {
+      const int source = writers.memory_of(in);
+      const int from = writers.producer[source];
+      if (from < 0 || counted[source]) continue;
+      counted[source] = true;
+      const TensorType& type = graph.values[source].type;
+      if (!is_view(graph.nodes[from]) && !writers.product[from] && is_static(type.shape))
+        by_node[from] += type_bytes(type);
     }
   }
   return by_node;
@@ -451,6 +483,10 @@ double CostModel::bytes_inside_loops(const Node& node, const Graph& graph) const
 
 double CostModel::product_output_bytes_read(const Node& node, const Graph& graph) const {
   return per_node_figure(product_output_bytes_, node, graph, product_output_bytes_by_node);
+}
+
+double CostModel::product_input_bytes_written(const Node& node, const Graph& graph) const {
+  return per_node_figure(product_input_bytes_, node, graph, product_input_bytes_by_node);
 }
 
 ActivationLayout CostModel::activation_layout(const Node& node, const Graph& graph,
@@ -742,6 +778,11 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
   if (!model.product_output_reads.empty()) {
     const double bytes = product_output_bytes_read(node, graph);
     if (bytes > 0) time.memory_seconds += extra_seconds(model.product_output_reads, bytes);
+  }
+  // And the write of a tensor a product reads next, slower by what calibration measured.
+  if (!model.product_input_writes.empty()) {
+    const double bytes = product_input_bytes_written(node, graph);
+    if (bytes > 0) time.memory_seconds += extra_seconds(model.product_input_writes, bytes);
   }
   time.overhead_seconds = figures.launch_overhead.value + reorder_seconds;
   const Figure* overhead_figure = &figures.launch_overhead;

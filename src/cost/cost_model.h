@@ -128,6 +128,9 @@ class CostModel {
     // What the first reader of a matrix product's output pays beyond reading it warm: the
     // profile's points, by ascending bytes.
     std::vector<CalibrationProfile::BandwidthPoint> product_output_reads;
+    // What the last writer of a matrix product's input pays beyond writing one an elementwise
+    // op reads: the profile's points, by ascending bytes.
+    std::vector<CalibrationProfile::BandwidthPoint> product_input_writes;
     // Spatial convolutions' (kernels larger than 1x1) times by their GEMM FLOPs, less a Conv's
     // fixed cost; empty where they run on the GEMM curve.
     WorkCurve convolutions;
@@ -142,6 +145,9 @@ class CostModel {
   // itself a product or a view, is the first in the graph's order to read; cached by graph; 0
   // for a node not of `graph`.
   double product_output_bytes_read(const Node& node, const Graph& graph) const;
+  // Bytes of `node`'s outputs that a matrix product reads (through views), `node` not itself a
+  // product or a view; cached by graph; 0 for a node not of `graph`.
+  double product_input_bytes_written(const Node& node, const Graph& graph) const;
   // `node`'s figure in `cache`'s entry for `graph`, which `compute` (one figure per node) makes
   // anew when the graph changed since it was made; 0 for a node not of `graph`.
   struct NodeFigures {
@@ -187,6 +193,7 @@ class CostModel {
   mutable std::map<std::pair<const Graph*, BackendKind>, Layouts> layouts_;
   mutable std::map<const Graph*, NodeFigures> loop_bytes_;
   mutable std::map<const Graph*, NodeFigures> product_output_bytes_;
+  mutable std::map<const Graph*, NodeFigures> product_input_bytes_;
 };
 
 }  // namespace tandem

@@ -255,9 +255,11 @@ class ProfileReader {
           std::pair{"conv_weight_curve", &profile.conv_weight_curve},
           std::pair{"reorder_in_curve", &profile.reorder_in_curve},
           std::pair{"reorder_out_curve", &profile.reorder_out_curve},
-          std::pair{"product_output_read_curve", &profile.product_output_read_curve}}) {
-      // An extra time may be zero: the first read was no slower at that size.
-      const bool positive_seconds = target != &profile.product_output_read_curve;
+          std::pair{"product_output_read_curve", &profile.product_output_read_curve},
+          std::pair{"product_input_write_curve", &profile.product_input_write_curve}}) {
+      // An extra time may be zero: the first read, or the write, was no slower at that size.
+      const bool positive_seconds = target != &profile.product_output_read_curve &&
+                                    target != &profile.product_input_write_curve;
       if (!root.contains(key)) continue;
       const json& bandwidth = array_at(root, key, key);
       for (size_t i = 0; i < bandwidth.size(); ++i) {
@@ -479,6 +481,8 @@ void write_profile(const std::string& path, const CalibrationProfile& profile) {
     root["reorder_out_curve"] = points_json(profile.reorder_out_curve);
   if (!profile.product_output_read_curve.empty())
     root["product_output_read_curve"] = points_json(profile.product_output_read_curve);
+  if (!profile.product_input_write_curve.empty())
+    root["product_input_write_curve"] = points_json(profile.product_input_write_curve);
   if (profile.view_overhead.known()) root["view_overhead"] = figure_json(profile.view_overhead);
   if (profile.subgraph_run_overhead.known()) {
     root["subgraph_run_overhead"] = figure_json(profile.subgraph_run_overhead);

@@ -68,6 +68,13 @@ struct CalibrationProfile {
   // through the caches meanwhile: on a 2-vCPU Xeon a Neg of a 128x1024 product's output took
   // 26 us, the Neg after it 13. Empty in older profiles and on compiled devices.
   std::vector<BandwidthPoint> product_output_read_curve;
+  // What writing a tensor that a matrix product reads costs the op that writes it beyond
+  // writing one an elementwise op reads, by the tensor's bytes (ascending): a Neg between two
+  // MatMuls less the first Neg after a MatMul alone, 0 where it was no slower. The product's
+  // threads read the tensor on their own cores, and the next run's writer takes the lines back
+  // (on a 2-vCPU Xeon, a Neg of 64x128 floats took 5.2 us between two products, 2.1 before a
+  // Neg). Empty in older profiles and on compiled devices.
+  std::vector<BandwidthPoint> product_input_write_curve;
   std::map<std::string, double> op_seconds;  // op_signature -> median seconds per call
   // Executor costs that are not a kernel's (absent in profiles written before they were
   // measured: then a view costs nothing and a subgraph run only its ops):

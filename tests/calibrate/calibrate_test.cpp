@@ -198,6 +198,9 @@ TEST(Calibrate, QuickGivesPlausibleFiguresInSeconds) {
   // the first read was no slower, so only the point's presence and size are checked).
   ASSERT_EQ(profile.product_output_read_curve.size(), 1u);
   EXPECT_EQ(profile.product_output_read_curve[0].bytes, 4.0 * 128 * 1024);
+  // And the write of a product's input, the same Neg's output, at the same size.
+  ASSERT_EQ(profile.product_input_write_curve.size(), 1u);
+  EXPECT_EQ(profile.product_input_write_curve[0].bytes, 4.0 * 128 * 1024);
   // Depthwise convolutions in all four layouts, each shape once.
   ASSERT_EQ(profile.depthwise_curves.size(), 4u);
   for (const auto& [layouts, points] : profile.depthwise_curves) {

@@ -470,6 +470,48 @@ TEST(CalibratedCost, TheFirstReaderOfAProductsOutputPaysItsMeasuredExtra) {
   EXPECT_EQ(first_read_of(sixteen_mib), 0);
 }
 
+TEST(CalibratedCost, TheWriterOfAProductsInputPaysItsMeasuredExtra) {
+  CalibrationProfile profile = cache_profile();
+  // 20 GB/s of extra time up to 1 MiB, none from 8 MiB.
+  profile.product_input_write_curve = {{1 << 20, (1 << 20) / 20e9}, {8 << 20, 0}};
+  const CostModel model(profiled_cluster(), {{kCpu, profile}});
+  const CostModel plain(profiled_cluster(), {{kCpu, cache_profile()}});
+  // A Neg whose output a MatMul reads through a view (a Reshape), a Neg whose output only a Neg
+  // reads, a MatMul whose output a MatMul reads, and a Relu whose output two MatMuls read.
+  GraphBuilder builder;
+  const int x = builder.input("x", DType::kFloat32, {128, 1024});
+  const int read_by_product = builder.node("Neg", {x});
+  const int flat = builder.node(
+      "Reshape", {read_by_product, builder.constant("rows", Tensor::from_vector<int64_t>(
+                                                                DType::kInt64, {2}, {128, 1024}))});
+  const int product =
+      builder.node("MatMul", {flat, builder.constant("w", DType::kFloat32, {1024, 256})});
+  const int read_by_neg = builder.node("Neg", {x});
+  const int last = builder.node("Neg", {read_by_neg});
+  const int again =
+      builder.node("MatMul", {product, builder.constant("v", DType::kFloat32, {256, 256})});
+  const int shared = builder.node("Relu", {x});
+  const int left =
+      builder.node("MatMul", {shared, builder.constant("l", DType::kFloat32, {1024, 16})});
+  const int right =
+      builder.node("MatMul", {shared, builder.constant("r", DType::kFloat32, {1024, 16})});
+  const Graph graph = builder.infer({last, again, left, right});
+  const auto extra = [&](int value) {
+    for (const Node& node : graph.nodes)
+      if (node.outputs[0] == value)
+        return model.op_time(node, graph, kCpu).memory_seconds -
+               plain.op_time(node, graph, kCpu).memory_seconds;
+    throw std::logic_error("no producer");
+  };
+  const double bytes = 4.0 * 128 * 1024;
+  EXPECT_NEAR(extra(read_by_product), bytes / 20e9, 1e-15);
+  EXPECT_EQ(extra(flat), 0);  // a view writes nothing
+  EXPECT_EQ(extra(read_by_neg), 0);
+  EXPECT_EQ(extra(last), 0);     // the graph's output
+  EXPECT_EQ(extra(product), 0);  // a product's output is priced by its own curve
+  EXPECT_NEAR(extra(shared), bytes / 20e9, 1e-15);  // once, however many products read it
+}
+
 TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   CalibrationProfile profile;
   profile.device_name = "cpu: test";
@@ -485,6 +527,7 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   profile.reorder_in_curve = {{1 << 18, 1e-5}};
   profile.reorder_out_curve = {{1 << 18, 2e-5}, {1 << 20, 5e-5}};
   profile.product_output_read_curve = {{1 << 16, 4e-6}, {1 << 22, 1.7e-4}};
+  profile.product_input_write_curve = {{1 << 16, 3e-6}, {1 << 19, 0}};
   const std::string path = ::testing::TempDir() + "/costfix_profile.json";
   write_profile(path, profile);
   const CalibrationProfile read = read_profile(path);
@@ -512,6 +555,9 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   ASSERT_EQ(read.product_output_read_curve.size(), 2u);
   EXPECT_EQ(read.product_output_read_curve[1].bytes, 1 << 22);
   EXPECT_EQ(read.product_output_read_curve[1].seconds, 1.7e-4);
+  ASSERT_EQ(read.product_input_write_curve.size(), 2u);
+  EXPECT_EQ(read.product_input_write_curve[0].seconds, 3e-6);
+  EXPECT_EQ(read.product_input_write_curve[1].seconds, 0);
   // A profile written before these fields existed has none of them.
   CalibrationProfile older;
   older.device_name = "cpu: old";
@@ -527,6 +573,7 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   EXPECT_TRUE(old.conv_curve.empty());
   EXPECT_TRUE(old.reorder_in_curve.empty());
   EXPECT_TRUE(old.product_output_read_curve.empty());
+  EXPECT_TRUE(old.product_input_write_curve.empty());
   std::remove(path.c_str());
 }
 
