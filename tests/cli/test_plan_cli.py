@@ -3,6 +3,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -128,18 +129,35 @@ class Plan(unittest.TestCase):
             self.assertAlmostEqual(json.loads(simulated.stdout)["planner_estimate"]["latency_s"],
                                    plan["predicted"]["latency_s"],
                                    delta=1e-6 * plan["predicted"]["latency_s"])
-        # Whichever wins says what it beat, and the file says which view it is on.
-        for name in ("mlp", "bert", "gpt"):
+        # Whichever wins says what it beat, and the file says which view it is on. The devices
+        # as given win only by more than 10%.
+        def seconds(text):
+            value, unit = text.split()
+            return float(value) * {"s": 1, "ms": 1e-3, "us": 1e-6}[unit]
+        number = r"([0-9.]+ (?:s|ms|us))"
+        for name in ("mlp", "bert", "gpt", "resnet", "mobilenet"):
             result = tandem("plan", model(name), "--cluster", cluster("cpu-split.yaml"), "--json")
             self.assertEqual(result.returncode, 0, result.stderr)
             plan = json.loads(result.stdout)
-            self.assertIn("on the machine as one device, local.cpu (cpu0 + cpu1)", plan["reason"])
-            whole = plan["reason"].startswith("predicted ")
+            reason = plan["reason"]
+            self.assertIn("on the machine as one device, local.cpu (cpu0 + cpu1)", reason)
+            whole = reason.startswith("predicted ")
             self.assertEqual(plan["cluster_view"], "whole machine" if whole else "as given")
             self.assertEqual({d["id"] for d in plan["devices"]},
                              {"local.cpu"} if whole else {"cpu0", "cpu1"})
-            if not whole:
-                self.assertIn("; against ", plan["reason"])
+            if whole:
+                found = re.match(r"predicted " + number + r" on the machine as one device, "
+                                 r"local.cpu \(cpu0 \+ cpu1\), against " + number, reason)
+                self.assertIsNotNone(found, reason)
+                whole_s, given_s = seconds(found.group(1)), seconds(found.group(2))
+                self.assertGreater(given_s * 1.1, whole_s * (1 - 1e-3), name)
+                self.assertEqual("better by less than the 10% they must win by" in reason,
+                                 given_s < whole_s, name)
+            else:
+                found = re.search(r"; against " + number + r" on the machine as one device", reason)
+                self.assertIsNotNone(found, reason)
+                self.assertLess(plan["predicted"]["latency_s"] * 1.1,
+                                seconds(found.group(1)) * (1 + 1e-3), name)
 
     def test_the_machine_as_one_device_by_name_and_when_not_compared(self):
         result = tandem("plan", model("mlp"), "--cluster", cluster("cpu-split.yaml"),
