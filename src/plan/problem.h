@@ -261,7 +261,7 @@ class PlanningProblem {
   std::vector<double> single_seconds_, single_memory_;
   int best_single_ = -1;
   double bound_ = 0;
-  std::vector<double> run_overheads_;  // per device, 0 where unknown
+  std::vector<double> run_overheads_;      // per device, 0 where unknown
   std::vector<double> handoff_latencies_;  // per device, 0 where unknown
   std::vector<int> busy_host_cores_;
 };

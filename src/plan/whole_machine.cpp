@@ -69,14 +69,13 @@ std::optional<PlannedCluster> compare_whole_machine(const PlanningProblem& given
     return std::nullopt;
   }
   const bool within_margin = given_score < objective_score(*whole.problem, *whole_plan);
-  whole_plan->reason = "predicted " + whole_text + ", against " + objective_text(given, plan) +
-                       " (" + (plan.chosen.empty() ? plan.strategy : plan.chosen) +
-                       " on the devices as given" +
-                       (within_margin ? ", better by less than the " +
-                                            std::to_string(std::lround(kGivenMargin * 100)) +
-                                            "% they must win by"
-                                      : "") +
-                       "); " + whole_plan->reason;
+  whole_plan->reason =
+      "predicted " + whole_text + ", against " + objective_text(given, plan) + " (" +
+      (plan.chosen.empty() ? plan.strategy : plan.chosen) + " on the devices as given" +
+      (within_margin ? ", better by less than the " +
+                           std::to_string(std::lround(kGivenMargin * 100)) + "% they must win by"
+                     : "") +
+      "); " + whole_plan->reason;
   plan = std::move(*whole_plan);
   return whole;
 }

@@ -174,15 +174,15 @@ TEST(Profile, ElementCurvePointWithoutTimeIsRejected) {
 TEST(Profile, ProductReadsAndWritesMayCostNothingExtraButNotLessThanNothing) {
   for (const std::string curve : {"product_output_read_curve", "product_input_write_curve"}) {
     const auto with_point = [&](const std::string& seconds) {
-      return profile_text_with("\"op_seconds\"", "\"" + curve +
-                                                    "\": [{\"bytes\": 4194304, \"seconds\": " +
-                                                    seconds + "}], \"op_seconds\"");
+      return profile_text_with("\"op_seconds\"",
+                               "\"" + curve + "\": [{\"bytes\": 4194304, \"seconds\": " + seconds +
+                                   "}], \"op_seconds\"");
     };
     const std::string path = temp_path(curve + ".json");
     write_text(path, with_point("0"));
     const CalibrationProfile read = read_profile(path);
     const auto& points = curve == "product_output_read_curve" ? read.product_output_read_curve
-                                                               : read.product_input_write_curve;
+                                                              : read.product_input_write_curve;
     ASSERT_EQ(points.size(), 1u) << curve;
     EXPECT_EQ(points[0].seconds, 0) << curve;
     expect_rejected(with_point("-1e-6"), curve + "[0].seconds");

@@ -48,6 +48,8 @@ def model_args(name):
 
 
 SPLIT = ["--cluster", "", "--warmup", "0", "--iterations", "1"]
+# A plan on both of cpu-split's devices (auto may take the machine as one device instead).
+BOTH = ["--strategy", "data-parallel"]
 
 
 class RunCluster(unittest.TestCase):
@@ -57,15 +59,18 @@ class RunCluster(unittest.TestCase):
     def test_auto_plan_matches_the_reference_and_shows_measured_against_predicted(self):
         with tempfile.TemporaryDirectory() as folder:
             trace = os.path.join(folder, "trace.json")
-            result = tandem("run", *model_args("resnet"), *SPLIT, "--trace", trace)
+            result = tandem("run", *model_args("resnet"), *SPLIT, "--trace", trace, "--json")
             self.assertEqual(result.returncode, 0, result.stderr)
-            for words in ("measured", "predicted", "error", "cpu0 busy", "latency (median)",
-                          "logits: matches"):
-                self.assertIn(words, result.stdout)
+            devices = [d["id"] for d in json.loads(result.stdout)["plan"]["devices"]]
+            self.assertTrue(devices in (["cpu0", "cpu1"], ["local.cpu"]), devices)
+            text = tandem("run", *model_args("resnet"), *SPLIT).stdout
+            for words in ("measured", "predicted", "error", devices[0] + " busy",
+                          "latency (median)", "logits: matches"):
+                self.assertIn(words, text)
             with open(trace) as f:
                 events = json.load(f)["traceEvents"]
             names = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
-            self.assertIn("cpu0 compute", names)
+            self.assertIn(devices[0] + " compute", names)
             self.assertTrue(any(e.get("ph") == "X" for e in events))
 
     def test_the_same_report_as_one_device(self):
@@ -83,7 +88,7 @@ class RunCluster(unittest.TestCase):
         plan = cluster["plan"]
         self.assertTrue(all(d["busy_s"] <= cluster["latency"]["max_s"] for d in plan["devices"]), plan)
         self.assertIsInstance(plan["segments"], int)
-        text = tandem("run", *model_args("resnet"), *SPLIT[:2], "--iterations", "3").stdout
+        text = tandem("run", *model_args("resnet"), *SPLIT[:2], *BOTH, "--iterations", "3").stdout
         for word in ("p95", "p99", "stddev", "samples/s", "cpu0 busy (median)", "logits: matches"):
             self.assertIn(word, text)
 
@@ -206,13 +211,13 @@ class RunCluster(unittest.TestCase):
             self.assertIn("it was made for the model", other.stderr)
 
     def test_injected_fault_stops_the_run_naming_device_segment_and_op(self):
-        result = tandem("run", *model_args("resnet"), *SPLIT, fault="fail:cpu1:after=0")
+        result = tandem("run", *model_args("resnet"), *SPLIT, *BOTH, fault="fail:cpu1:after=0")
         self.assertEqual(result.returncode, 4, result.stdout + result.stderr)
         self.assertIn("tandem: error: device failed: cpu1: segment", result.stderr)
         self.assertIn(", op ", result.stderr)
 
     def test_failover_replans_and_finishes_with_correct_outputs(self):
-        result = tandem("run", *model_args("resnet"), *SPLIT, "--failover",
+        result = tandem("run", *model_args("resnet"), *SPLIT, *BOTH, "--failover",
                         fault="delay:cpu0:ms=5,fail:cpu1:after=0")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("failover    cpu1 failed", result.stdout)

@@ -507,8 +507,8 @@ TEST(CalibratedCost, TheWriterOfAProductsInputPaysItsMeasuredExtra) {
   EXPECT_NEAR(extra(read_by_product), bytes / 20e9, 1e-15);
   EXPECT_EQ(extra(flat), 0);  // a view writes nothing
   EXPECT_EQ(extra(read_by_neg), 0);
-  EXPECT_EQ(extra(last), 0);     // the graph's output
-  EXPECT_EQ(extra(product), 0);  // a product's output is priced by its own curve
+  EXPECT_EQ(extra(last), 0);                        // the graph's output
+  EXPECT_EQ(extra(product), 0);                     // a product's output is priced by its own curve
   EXPECT_NEAR(extra(shared), bytes / 20e9, 1e-15);  // once, however many products read it
 }
 
