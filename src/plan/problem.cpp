@@ -386,11 +386,14 @@ void PlanningProblem::build_single_device_figures() {
   std::vector<int> all(node_count());
   for (int n = 0; n < node_count(); ++n) all[n] = n;
   const double memory = memory_use(all).total();
+  std::map<std::string, int> hosts;  // host id -> index
   for (int d = 0; d < devices; ++d) {
     const Figure& run_overhead = cluster().devices[d].figures.run_overhead;
     run_overheads_.push_back(run_overhead.known() ? run_overhead.value : 0);
     const Figure& handoff = cluster().devices[d].figures.handoff_latency;
     handoff_latencies_.push_back(handoff.known() ? handoff.value : 0);
+    const auto host = hosts.emplace(cluster().devices[d].host, static_cast<int>(hosts.size()));
+    host_of_device_.push_back(host.first->second);
     HostCopies copies(*this);
     for (int n = 0; n < node_count(); ++n)
       single_seconds_[d] += seconds_[n][d] + copies.charge(n, d, 1);
@@ -400,6 +403,7 @@ void PlanningProblem::build_single_device_figures() {
       best_single_ = d;
     }
   }
+  host_count_ = static_cast<int>(hosts.size());
 }
 
 double HostCopies::charge(int node, int device, double fraction, int piece) {
@@ -428,25 +432,26 @@ double PlanningProblem::launch_overhead(int device) const {
 }
 
 double PlanningProblem::run_overhead(const Plan& plan) const {
-  std::vector<bool> used(device_count(), false);
-  for (const int device : plan.device_of_node)
-    if (device >= 0) used[device] = true;
-  for (size_t device = 0; device < plan.batch_share.size(); ++device)
-    if (plan.batch_share[device] > 0) used[device] = true;
+  std::vector<char> used(device_count(), 0);
+  std::vector<int> busy_on_host(host_count_, 0);  // cores the plan's devices keep busy
   double seconds = 0, wake = 0;
   int devices = 0, lone = -1;
-  std::map<std::string, int> busy_on_host;
-  for (int d = 0; d < device_count(); ++d) {
-    if (!used[d]) continue;
+  const auto use = [&](int device) {
+    if (used[device]) return;
+    used[device] = 1;
     ++devices;
-    lone = d;
-    seconds = std::max(seconds, run_overheads_[d]);
-    wake = std::max(wake, handoff_latencies_[d]);
-    busy_on_host[cluster().devices[d].host] += busy_host_cores_[d];
-  }
+    lone = device;
+    seconds = std::max(seconds, run_overheads_[device]);
+    wake = std::max(wake, handoff_latencies_[device]);
+    busy_on_host[host_of_device_[device]] += busy_host_cores_[device];
+  };
+  for (const int device : plan.device_of_node)
+    if (device >= 0) use(device);
+  for (size_t device = 0; device < plan.batch_share.size(); ++device)
+    if (plan.batch_share[device] > 0) use(static_cast<int>(device));
   const bool on_callers_thread = devices == 1 && busy_host_cores_[lone] >= host_cores_;
   if (on_callers_thread) return seconds;
-  for (const auto& [host, busy] : busy_on_host)
+  for (const int busy : busy_on_host)
     if (busy >= host_cores_) return seconds + wake;
   return seconds;
 }

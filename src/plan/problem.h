@@ -264,6 +264,8 @@ class PlanningProblem {
   std::vector<double> run_overheads_;      // per device, 0 where unknown
   std::vector<double> handoff_latencies_;  // per device, 0 where unknown
   std::vector<int> busy_host_cores_;
+  std::vector<int> host_of_device_;  // an index per distinct host id
+  int host_count_ = 0;
 };
 
 }  // namespace tandem
