@@ -79,27 +79,38 @@ std::optional<LoweredProduct> none_product(const DeviceSpec& device, const Node&
   return pjrt_product(device, node, graph);
 }
 
+// A CPU device keeps its own cores busy; an accelerator's worker waits on it awake, one core.
+int own_cores(const DeviceSpec& device, int host_cores) {
+  if (device.kind != DeviceKind::kCpu) return 1;
+  return device.cores > 0 ? device.cores : host_cores;
+}
+
+// The PJRT CPU plugin runs its programs on every core, whatever the cluster file says.
+int pjrt_cores(const DeviceSpec& device, int host_cores) {
+  return device.kind == DeviceKind::kCpu ? host_cores : 1;
+}
+
 const Backend kBackends[] = {
     {BackendKind::kCpu, "cpu", true, &present, &cpu_refusal, &cpu::make_devices, nullptr,
-     &cpu::activation_layouts, nullptr},
+     &cpu::activation_layouts, nullptr, &own_cores},
 #ifdef TANDEM_WITH_PJRT
     {BackendKind::kPjrt, "pjrt", false, &pjrt_missing, &pjrt_refusal, &pjrt::make_devices,
-     &pjrt::calibration_target, nullptr, &pjrt_product},
+     &pjrt::calibration_target, nullptr, &pjrt_product, &pjrt_cores},
 #else
     {BackendKind::kPjrt, "pjrt", false, &pjrt_missing, &pjrt_refusal, nullptr, nullptr, nullptr,
-     &pjrt_product},
+     &pjrt_product, &pjrt_cores},
 #endif
 #ifdef TANDEM_WITH_CUDA
     {BackendKind::kCuda, "cuda", true, &cuda_missing, &cuda_refusal, &cuda::make_devices,
-     &cuda::calibration_target, nullptr, nullptr},
+     &cuda::calibration_target, nullptr, nullptr, &own_cores},
 #else
     {BackendKind::kCuda, "cuda", true, &cuda_missing, &cuda_refusal, nullptr, nullptr, nullptr,
-     nullptr},
+     nullptr, &own_cores},
 #endif
     // Planned as the CPU backend runs a graph (a CPU profile's curves are the CPU's), a TPU as
     // PJRT compiles it.
     {BackendKind::kNone, "none", false, &none_missing, &none_refusal, nullptr, nullptr,
-     &cpu::activation_layouts, &none_product},
+     &cpu::activation_layouts, &none_product, &own_cores},
 };
 
 // An eager backend runs views and control flow in the graph executor; a subgraph's nodes run

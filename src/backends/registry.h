@@ -58,6 +58,9 @@ struct Backend {
   // cost says what runs.
   std::optional<LoweredProduct> (*lowered_product)(const DeviceSpec& device, const Node& node,
                                                    const Graph& graph);
+  // How many of its host's `host_cores` a device's work keeps busy while it runs, as its
+  // Device::busy_host_cores says when it runs: the planner prices a run's hand-offs by it.
+  int (*busy_host_cores)(const DeviceSpec& device, int host_cores);
 };
 
 std::span<const Backend> backends();

@@ -248,9 +248,7 @@ void PlanningProblem::build_memory_groups() {
   for (int d = 0; d < devices; ++d) {
     const DeviceSpec& device = cluster().devices[d];
     device_cores_[d] = cores_used(device);
-    // The PJRT CPU plugin runs its programs on every core, whatever the file says.
-    if (device.kind == DeviceKind::kCpu)
-      busy_host_cores_[d] = device.backend == BackendKind::kPjrt ? host_cores_ : device_cores_[d];
+    busy_host_cores_[d] = backend_of(device.backend).busy_host_cores(device, host_cores_);
   }
   std::vector<int> members;
   for (int d = 0; d < devices; ++d) {

@@ -207,8 +207,8 @@ class PlanningProblem {
   double run_overhead(const Plan& plan) const;
   // The same for a plan of `device` alone.
   double run_overhead(int device) const { return run_overheads_[device]; }
-  // How many of its host's cores a device's work keeps busy while it runs, as the runtime
-  // counts them (Device::busy_host_cores): a CPU device's own, every core for a PJRT CPU
+  // How many of its host's cores a device's work keeps busy while it runs, as its backend
+  // declares it (Backend::busy_host_cores): a CPU device's own, every core for a PJRT CPU
   // plugin, one for an accelerator (its worker waits on it awake).
   int busy_host_cores(int device) const { return busy_host_cores_[device]; }
   // lower_bound (plan/evaluate.h) for this problem's objective, and every objective's, computed

@@ -235,5 +235,36 @@ TEST(Registry, CpuDevicesTakeTheirOwnCores) {
   }
 }
 
+// What the planner prices a run's hand-offs by is what the devices say when they run.
+TEST(Registry, EachBackendDeclaresTheCoresItsDevicesKeepBusy) {
+  const int host_cores = static_cast<int>(affinity_cores().size());
+  Cluster cluster;
+  cluster.devices = {device_of(DeviceKind::kCpu, BackendKind::kCpu),
+                     device_of(DeviceKind::kCpu, BackendKind::kCpu)};
+  cluster.devices[0].cores = 1;
+  cluster.devices[1].id = "d1";  // every core
+  const auto devices = make_devices(cluster);
+  ASSERT_EQ(devices.size(), 2u);
+  for (size_t d = 0; d < devices.size(); ++d) {
+    const DeviceSpec& spec = cluster.devices[d];
+    EXPECT_EQ(backend_of(BackendKind::kCpu).busy_host_cores(spec, host_cores),
+              devices[d]->busy_host_cores())
+        << spec.id;
+  }
+  // The PJRT CPU plugin takes every core; an accelerator's worker one, whatever its backend.
+  DeviceSpec plugin = device_of(DeviceKind::kCpu, BackendKind::kPjrt);
+  plugin.cores = 1;
+  EXPECT_EQ(backend_of(BackendKind::kPjrt).busy_host_cores(plugin, 8), 8);
+  EXPECT_EQ(backend_of(BackendKind::kPjrt)
+                .busy_host_cores(device_of(DeviceKind::kTpu, BackendKind::kPjrt), 8),
+            1);
+  EXPECT_EQ(backend_of(BackendKind::kCuda)
+                .busy_host_cores(device_of(DeviceKind::kGpu, BackendKind::kCuda), 8),
+            1);
+  EXPECT_EQ(backend_of(BackendKind::kNone)
+                .busy_host_cores(device_of(DeviceKind::kCpu, BackendKind::kNone), 8),
+            8);
+}
+
 }  // namespace
 }  // namespace tandem
