@@ -289,6 +289,13 @@ Graph product_then_reads(int64_t m, int64_t k, int64_t n) {
   return graph.finish({graph.node("Neg", {second})});
 }
 
+Graph product_after_neg(int64_t m, int64_t k, int64_t n) {
+  BenchGraph graph;
+  const int negated = graph.node("Neg", {graph.input({DType::kFloat32, {m, k}})});
+  const int weights = graph.random_constant({DType::kFloat32, {k, n}});
+  return graph.finish({graph.node("MatMul", {negated, weights})});
+}
+
 Graph product_reads_a_neg(int64_t m, int64_t k, int64_t n) {
   BenchGraph graph;
   const int x = graph.input({DType::kFloat32, {m, k}});

@@ -90,6 +90,9 @@ std::vector<KindGraph> element_kind_graphs(int64_t elements);
 // reads what the product wrote, the second what an elementwise op wrote (nodes 1 and 2); the
 // third writes the graph's output, which a run hands to its caller rather than to its arena.
 Graph product_then_reads(int64_t m, int64_t k, int64_t n);
+// A Neg of x[m,k], then it times random weights [k,n] (node 1): a product whose input an
+// elementwise op wrote in the same run, as a model's products' are.
+Graph product_after_neg(int64_t m, int64_t k, int64_t n);
 // x[m,k] times random weights [k,n], a Neg of the product, and that Neg's output times random
 // weights [n,n]: a tensor an elementwise op writes for a product as wide to read (a narrow one
 // is not split among the threads as a model's are).
