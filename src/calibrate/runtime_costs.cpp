@@ -17,7 +17,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The hand-off's chain: its transfers' mean. The run's chain is short, so that the run less
-// the chain alone is not lost in the noise of either (a 32-op chain took 0.3 ms on one core).
+// the chain alone is not lost in the noise of either (32 Relu on 65,536 floats took 0.3 ms on
+// one core).
 constexpr int kHandoffChain = 32;
 constexpr int kRunChain = 4;
 

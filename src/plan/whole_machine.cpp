@@ -63,13 +63,14 @@ std::optional<PlannedCluster> compare_whole_machine(const PlanningProblem& given
                                            " on the machine as one device, " + merged_names(view)
                                      : "";
   const double given_score = objective_score(given, plan);
-  if (!whole_plan ||
-      given_score * (1 + kGivenMargin) < objective_score(*whole.problem, *whole_plan)) {
+  const double whole_score = whole_plan ? objective_score(*whole.problem, *whole_plan) : kInfinity;
+  // No plan there, or none that meets the objective (a cost's latency limit): the given stands.
+  if (whole_score >= kInfinity || given_score * (1 + kGivenMargin) < whole_score) {
     plan.reason += whole_plan ? "; against " + whole_text
                               : not_compared + "no plan fits " + merged_names(view);
     return std::nullopt;
   }
-  const bool within_margin = given_score < objective_score(*whole.problem, *whole_plan);
+  const bool within_margin = given_score < whole_score;
   whole_plan->reason =
       "predicted " + whole_text + ", against " + objective_text(given, plan) + " (" +
       (plan.chosen.empty() ? plan.strategy : plan.chosen) + " on the devices as given" +
