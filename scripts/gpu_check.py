@@ -3,23 +3,33 @@
 
 Runs from the repository root, with the binaries that scripts/gpu-check.sh --pack made on a
 development machine in gpu-pack/ (tandem, cuda_tests, cuda_gemm and the shared libraries they
-need that such a machine lacks; the CUDA libraries are the GPU machine's own). Steps:
+need that such a machine lacks; the CUDA libraries are the GPU machine's own). Steps, in the
+order of what a short lease should bring back first:
 
-  1. the carried binary starts and sees the GPU (tandem --version; nvidia-smi);
-  2. the zoo (both tiers) is generated here with this machine's torch and ONNX Runtime;
-  3. every zoo model on the native CUDA backend against ONNX Runtime (cuda_tests);
-  4. GEMM TFLOP/s in bf16, fp16, tf32 and fp32 against the device's peak (data/presets);
-  5. tandem calibrate --backend cuda writes the GPU's profile;
-  6. a hybrid CPU+GPU plan, measured against predicted, outputs checked;
-  7. one plan over the native CUDA device, the same GPU through the CUDA PJRT plugin and the
+  1. the carried binary starts and sees the GPU (tandem --version; nvidia-smi; ldd);
+  2. the zoo (both tiers) is generated here with this machine's torch and ONNX Runtime, in the
+     background while the steps that need no zoo run;
+  3. GEMM TFLOP/s in bf16, fp16, tf32 and fp32 against the device's peak (data/presets);
+  4. tandem calibrate --backend cuda writes the GPU's profile;
+  5. cuda_tests' device tests (all but the zoo's; one checks every zoo node is accepted);
+  6. every zoo model on the native CUDA backend against ONNX Runtime (cuda_tests, one process
+     per model, TANDEM_CUDA_SYNC=1 so that a fault names its node);
+  7. every zoo model run on the GPU alone, measured against predicted from the calibrated
+     profile (--expect checks its outputs too);
+  8. the example gpu-cpu.yaml cluster (presets), greedy and auto, measured against predicted;
+  9. one plan over the native CUDA device, the same GPU through the CUDA PJRT plugin and the
      CPU: a data-parallel batch over all three, outputs equal to the CPU alone.
 
-Each step's result goes in a summary table printed last, and in $OUT/gpu-check.json when OUT is
-set. A step that fails is reported and the next one runs. Exit status 0 when every step passed.
+The whole pass keeps to $GPU_CHECK_BUDGET seconds (default 540): each step's commands get what
+is left, and a step that runs out is reported as such. Each step's result goes in a summary
+table printed last; with OUT set, $OUT gets gpu-check.json (rewritten after every step),
+gpu-profile.yaml, predictions.json and logs.tar.gz (every command's output). A step that fails
+is reported and the next one runs. Exit status 0 when every step passed.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import glob
 import json
 import os
@@ -27,13 +37,22 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACK = os.path.join(REPO, "gpu-pack")
 OUT = os.environ.get("OUT", "")
+LOGS = tempfile.mkdtemp(prefix="gpu-check-logs-")
+BUDGET_S = float(os.environ.get("GPU_CHECK_BUDGET", "540"))
+STARTED = time.time()
 RESULTS: list[dict] = []
+PREDICTIONS: list[dict] = []
+
+
+def seconds_left() -> float:
+    return BUDGET_S - (time.time() - STARTED)
 
 
 def cuda_library_dirs() -> list[str]:
@@ -59,16 +78,45 @@ def environment() -> dict:
 
 
 ENV = environment()
+TANDEM = os.path.join(PACK, "tandem")
 
 
-def run(cmd: list[str], timeout: int = 300, env: dict | None = None) -> subprocess.CompletedProcess:
+class OutOfTime(Exception):
+    pass
+
+
+def run(cmd: list[str], timeout: float = 300, env: dict | None = None, log: str = "") -> subprocess.CompletedProcess:
+    """Runs a command within the pass's budget; its output goes to LOGS/<log>.log when named."""
+    limit = min(timeout, seconds_left())
+    if limit < 3:
+        raise OutOfTime("no time left in the budget for " + os.path.basename(cmd[0]))
     print("$ " + " ".join(cmd), flush=True)
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env or ENV, cwd=REPO)
+    try:
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, env=env or ENV, cwd=REPO)
+    except subprocess.TimeoutExpired as expired:
+        out = expired.stdout.decode() if isinstance(expired.stdout, bytes) else (expired.stdout or "")
+        err = expired.stderr.decode() if isinstance(expired.stderr, bytes) else (expired.stderr or "")
+        result = subprocess.CompletedProcess(cmd, 124, out, err + f"\n(timed out after {limit:.0f} s)")
+    if log:
+        with open(os.path.join(LOGS, log + ".log"), "w") as f:
+            f.write("$ " + " ".join(cmd) + "\n" + result.stdout + "\n--- stderr ---\n" + result.stderr)
+    return result
+
+
+def save() -> None:
+    if not OUT:
+        return
+    json.dump(RESULTS, open(os.path.join(OUT, "gpu-check.json"), "w"), indent=2)
+    json.dump(PREDICTIONS, open(os.path.join(OUT, "predictions.json"), "w"), indent=2)
+    with tarfile.open(os.path.join(OUT, "logs.tar.gz"), "w:gz") as tar:
+        tar.add(LOGS, arcname="logs")
 
 
 def step(name: str, passed: bool, figure: str, detail: str = "") -> None:
-    RESULTS.append({"step": name, "passed": passed, "figure": figure, "detail": detail})
+    RESULTS.append({"step": name, "passed": passed, "figure": figure, "detail": detail,
+                    "at_s": round(time.time() - STARTED, 1)})
     print(f"[{'pass' if passed else 'FAIL'}] {name}: {figure}" + (f"\n{detail}" if detail and not passed else ""), flush=True)
+    save()
 
 
 def tail(text: str, lines: int = 15) -> str:
@@ -76,43 +124,60 @@ def tail(text: str, lines: int = 15) -> str:
 
 
 def check_binary() -> bool:
-    tandem = os.path.join(PACK, "tandem")
-    result = run([tandem, "--version"])
+    result = run([TANDEM, "--version"], log="version")
     smi = shutil.which("nvidia-smi")
-    gpu = run([smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"]).stdout.strip() if smi else "no nvidia-smi"
-    ok = result.returncode == 0
+    gpu = run([smi, "--query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm", "--format=csv,noheader"],
+              log="nvidia-smi").stdout.strip() if smi else "no nvidia-smi"
+    missing = []
+    for binary in ("tandem", "cuda_tests", "cuda_gemm"):
+        ldd = run(["ldd", os.path.join(PACK, binary)], log="ldd-" + binary)
+        missing += [line.strip() for line in ldd.stdout.splitlines() if "not found" in line]
+    ok = result.returncode == 0 and not missing
     step("carried binary starts", ok, (result.stdout.strip() or "exit %d" % result.returncode) + "; " + gpu,
-         tail(result.stderr))
+         tail(result.stderr) + ("\nmissing: " + "; ".join(sorted(set(missing))) if missing else ""))
     return ok
 
 
-def make_zoo() -> None:
-    started = time.time()
-    small = run([sys.executable, "tools/make_zoo.py", "--out", "zoo"], timeout=600)
-    real = run([sys.executable, "tools/make_real_zoo.py", "--out", "zoo/real"], timeout=600)
+ZOO_JOBS: list[tuple[str, subprocess.Popen, float]] = []
+
+
+def start_zoo() -> None:
+    """Both tiers in the background, each with its own log."""
+    for name, script, out in (("zoo-small", "tools/make_zoo.py", "zoo"), ("zoo-real", "tools/make_real_zoo.py", "zoo/real")):
+        log = open(os.path.join(LOGS, name + ".log"), "w")
+        process = subprocess.Popen([sys.executable, script, "--out", out], stdout=log, stderr=subprocess.STDOUT,
+                                   env=ENV, cwd=REPO)
+        ZOO_JOBS.append((name, process, time.time()))
+
+
+def wait_zoo() -> bool:
+    codes = []
+    for name, process, started in ZOO_JOBS:
+        try:
+            codes.append(process.wait(timeout=max(1, seconds_left() - 60)))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            codes.append(124)
     counts = []
     for manifest in ("zoo/manifest.json", "zoo/real/manifest.json"):
         path = os.path.join(REPO, manifest)
         counts.append(len(json.load(open(path))) if os.path.exists(path) else 0)
-    ok = small.returncode == 0 and real.returncode == 0
-    step("zoo generated here", ok, f"{counts[0]} + {counts[1]} models in {time.time() - started:.0f} s",
-         tail(small.stderr) + "\n" + tail(real.stderr))
+    ok = all(code == 0 for code in codes)
+    detail = "\n".join(tail(open(os.path.join(LOGS, name + ".log")).read(), 8) for name, _, _ in ZOO_JOBS)
+    step("zoo generated here", ok, f"{counts[0]} + {counts[1]} models (exit {codes}) by {time.time() - STARTED:.0f} s",
+         detail)
+    return counts[0] + counts[1] > 0
 
 
-def zoo_on_cuda() -> None:
-    result = run([os.path.join(PACK, "cuda_tests"), "--gtest_filter=Zoo/ZooOnCuda.*:CudaSupport.*",
-                  "--gtest_brief=0"], timeout=900)
-    passed = re.findall(r"\[       OK \] Zoo/ZooOnCuda\.MatchesOnnxRuntime/(\S+)", result.stdout)
-    failed = re.findall(r"\[  FAILED  \] Zoo/ZooOnCuda\.MatchesOnnxRuntime/(\S+)", result.stdout)
-    skipped = re.findall(r"\[  SKIPPED \] Zoo/ZooOnCuda\.MatchesOnnxRuntime/(\S+)", result.stdout)
-    failed = sorted(set(failed))
-    ok = result.returncode == 0 and passed and not skipped
-    step("zoo on the CUDA backend vs ONNX Runtime", bool(ok),
-         f"{len(passed)} matched, {len(failed)} failed, {len(skipped)} skipped" + (": " + ", ".join(failed) if failed else ""),
-         tail(result.stdout, 40))
-    if OUT:
-        with open(os.path.join(OUT, "cuda_tests.log"), "w") as log:
-            log.write(result.stdout + result.stderr)
+def device_tests() -> None:
+    result = run([os.path.join(PACK, "cuda_tests"), "--gtest_filter=-Zoo/*", "--gtest_brief=1"], timeout=120,
+                 log="cuda_tests-device")
+    summary = re.findall(r"\[  PASSED  \] (\d+) tests?|\[  FAILED  \] (\d+) tests?|\[  SKIPPED \] (\d+) tests?", result.stdout)
+    passed = sum(int(p or 0) for p, _, _ in summary)
+    failed = sum(int(f or 0) for _, f, _ in summary)
+    skipped = sum(int(s or 0) for _, _, s in summary)
+    step("cuda_tests without the zoo", result.returncode == 0 and failed == 0,
+         f"{passed} passed, {failed} failed, {skipped} skipped (exit {result.returncode})", tail(result.stdout, 30))
 
 
 def preset_peaks(preset: str) -> dict:
@@ -132,7 +197,8 @@ def gemm() -> None:
     ok = True
     for precision, dtype, tf32 in (("bf16", "bf16", "0"), ("fp16", "fp16", "0"), ("tf32", "fp32", "1"), ("fp32", "fp32", "0")):
         env = dict(ENV, TANDEM_CUDA_TF32=tf32)
-        result = run([os.path.join(PACK, "cuda_gemm"), "--dtype", dtype, "--n", "8192", "--runs", "10"], env=env)
+        result = run([os.path.join(PACK, "cuda_gemm"), "--dtype", dtype, "--n", "8192", "--runs", "10"], env=env,
+                     timeout=60, log="gemm-" + precision)
         if result.returncode != 0:
             ok = False
             rows.append(f"{precision}: failed ({tail(result.stderr, 3)})")
@@ -144,17 +210,56 @@ def gemm() -> None:
     step("GEMM 8192^3 through the MatMul kernel", ok, "; ".join(rows))
 
 
+PROFILE = os.path.join(OUT or LOGS, "gpu-profile.yaml")
+
+
 def calibrate() -> None:
-    profile = os.path.join(OUT or tempfile.gettempdir(), "gpu-profile.yaml")
-    result = run([os.path.join(PACK, "tandem"), "calibrate", "--backend", "cuda", "--quick", "-o", profile, "--json"], timeout=600)
-    figure = "exit %d" % result.returncode
-    if result.returncode == 0:
-        try:
-            data = json.loads(result.stdout)
-            figure = f"wrote {os.path.basename(profile)} ({len(json.dumps(data))} bytes of JSON summary)"
-        except json.JSONDecodeError:
-            figure = "wrote " + profile
-    step("tandem calibrate --backend cuda", result.returncode == 0, figure, tail(result.stderr))
+    """The full calibration; --quick only where the full one fails."""
+    for flags in ([], ["--quick"]):
+        result = run([TANDEM, "calibrate", "--backend", "cuda", *flags, "-o", PROFILE], timeout=200,
+                     log="calibrate" + "".join(flags).replace("--", "-"))
+        if result.returncode == 0:
+            step("tandem calibrate --backend cuda " + " ".join(flags), True,
+                 f"wrote {os.path.basename(PROFILE)} at {time.time() - STARTED:.0f} s", tail(result.stdout, 40))
+            return
+        step("tandem calibrate --backend cuda " + " ".join(flags), False, f"exit {result.returncode}",
+             tail(result.stderr) + "\n" + tail(result.stdout))
+
+
+def manifest_models() -> list[str]:
+    names = []
+    for tier, prefix in (("zoo/real", "real/"), ("zoo", "")):
+        path = os.path.join(REPO, tier, "manifest.json")
+        if os.path.exists(path):
+            names += [prefix + entry["name"] for entry in json.load(open(path))]
+    return names
+
+
+def zoo_on_cuda() -> None:
+    """One process per model, four at a time, so that one model's fault cannot fail the others."""
+    env = dict(ENV, TANDEM_CUDA_SYNC="1")
+    names = manifest_models()
+
+    def one(name: str) -> tuple[str, str]:
+        test = "Zoo/ZooOnCuda.MatchesOnnxRuntime/" + re.sub(r"[^A-Za-z0-9]", "_", name)
+        result = run([os.path.join(PACK, "cuda_tests"), "--gtest_filter=" + test], timeout=180, env=env,
+                     log="zoo-" + name.replace("/", "-"))
+        if "[  SKIPPED ]" in result.stdout:
+            return name, "skipped"
+        return name, "ok" if result.returncode == 0 and "[  PASSED  ] 1 test" in result.stdout else f"FAILED (exit {result.returncode})"
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        outcomes = dict(pool.map(one, names))
+    failed = sorted(n for n, o in outcomes.items() if o.startswith("FAILED"))
+    skipped = sorted(n for n, o in outcomes.items() if o == "skipped")
+    matched = len(names) - len(failed) - len(skipped)
+    details = []
+    for name in failed:
+        text = open(os.path.join(LOGS, "zoo-" + name.replace("/", "-") + ".log")).read()
+        details.append(f"--- {name}\n" + tail(text, 12))
+    step("zoo on the CUDA backend vs ONNX Runtime", bool(names) and not failed and not skipped,
+         f"{matched} of {len(names)} matched" + (f"; failed: {', '.join(failed)}" if failed else "")
+         + (f"; skipped: {', '.join(skipped)}" if skipped else ""), "\n".join(details))
 
 
 def zoo_files(model: str) -> tuple[str, list[str], list[str]]:
@@ -168,30 +273,65 @@ def zoo_files(model: str) -> tuple[str, list[str], list[str]]:
     raise KeyError(model)
 
 
+def timed_run(model: str, cluster: str, strategy: str, log: str) -> dict:
+    path, inputs, expects = zoo_files(model)
+    result = run([TANDEM, "run", path, *inputs, *expects, "--cluster", cluster, "--strategy", strategy,
+                  "--warmup", "3", "--iterations", "20", "--json"], timeout=120, log=log)
+    row = {"model": model, "cluster": os.path.basename(cluster), "strategy": strategy, "exit": result.returncode}
+    if result.returncode in (0, 1) and result.stdout.strip().startswith("{"):
+        report = json.loads(result.stdout)
+        row.update(measured_ms=report["latency"]["median_s"] * 1e3, min_ms=report["latency"]["min_s"] * 1e3,
+                   predicted_ms=report["plan"]["predicted_latency_s"] * 1e3, chosen=report["plan"]["chosen"],
+                   predicted_from=report["plan"].get("predicted_from", ""),
+                   matches=all(c["matches"] for c in report["checks"]),
+                   devices={d["id"]: [d["busy_s"], d["predicted_busy_s"]] for d in report["plan"]["devices"]})
+        row["error"] = row["predicted_ms"] / row["measured_ms"] - 1
+    else:
+        row["problem"] = tail(result.stderr, 3)
+    PREDICTIONS.append(row)
+    return row
+
+
+def predictions() -> None:
+    """Each zoo model on the GPU alone, priced by the calibrated profile."""
+    if not os.path.exists(PROFILE):
+        step("zoo on gpu0 alone: measured vs predicted (calibrated)", False, "no GPU profile (calibrate failed)")
+        return
+    cluster = os.path.join(LOGS, "gpu-calibrated.yaml")
+    with open(cluster, "w") as f:
+        f.write("hosts: [local]\ndevices:\n"
+                f"  - {{id: gpu0, preset: nvidia-h200, host: local, backend: cuda, profile: {PROFILE}}}\n")
+    rows = []
+    for model in manifest_models():
+        try:
+            rows.append(timed_run(model, cluster, "single:gpu0", "predict-" + model.replace("/", "-")))
+        except OutOfTime:
+            break
+    errors = sorted(abs(r["error"]) for r in rows if "error" in r)
+    wrong = [r["model"] for r in rows if r.get("matches") is False or "error" not in r]
+    median = errors[len(errors) // 2] if errors else float("nan")
+    step("zoo on gpu0 alone: measured vs predicted (calibrated)", bool(errors) and not wrong,
+         f"{len(errors)} of {len(manifest_models())} timed, median |error| {100 * median:.0f}%"
+         + (f"; failed or differ: {', '.join(wrong)}" if wrong else ""),
+         "\n".join(f"{r['model']}: {r.get('measured_ms', 0):.3f} ms measured, {r.get('predicted_ms', 0):.3f} predicted"
+                   for r in rows))
+
+
 def hybrid() -> None:
     cluster = os.path.join(REPO, "examples", "clusters", "gpu-cpu.yaml")
     rows, ok = [], True
     for model in ("real/resnet18", "real/bert_fold", "real/ssdlite320"):
-        try:
-            path, inputs, expects = zoo_files(model)
-        except (KeyError, OSError) as error:
-            ok = False
-            rows.append(f"{model}: missing ({error})")
-            continue
-        result = run([os.path.join(PACK, "tandem"), "run", path, *inputs, *expects, "--cluster", cluster,
-                      "--strategy", "greedy", "--warmup", "2", "--iterations", "10", "--json"], timeout=300)
-        if result.returncode != 0:
-            ok = False
-            rows.append(f"{model}: exit {result.returncode}: {tail(result.stderr, 2)}")
-            continue
-        report = json.loads(result.stdout)
-        measured = report["latency"]["median_s"] * 1e3
-        predicted = report["plan"]["predicted_latency_s"] * 1e3
-        checks = all(c["matches"] for c in report["checks"])
-        ok = ok and checks
-        rows.append(f"{model}: measured {measured:.3g} ms, predicted {predicted:.3g} ms "
-                    f"(x{measured / predicted:.2f}), outputs {'match' if checks else 'DIFFER'}")
-    step("hybrid gpu0+cpu0 plan (greedy), measured vs predicted", ok, "; ".join(rows))
+        for strategy in ("greedy", "auto"):
+            row = timed_run(model, cluster, strategy, f"hybrid-{strategy}-{model.replace('/', '-')}")
+            if "error" not in row:
+                ok = False
+                rows.append(f"{model} {strategy}: exit {row['exit']}: {row.get('problem', '')}")
+                continue
+            ok = ok and row["matches"]
+            rows.append(f"{model} {strategy} ({row['chosen']}): measured {row['measured_ms']:.3g} ms, predicted "
+                        f"{row['predicted_ms']:.3g} (x{row['measured_ms'] / row['predicted_ms']:.2f}), outputs "
+                        f"{'match' if row['matches'] else 'DIFFER'}")
+    step("example gpu-cpu.yaml (presets), measured vs predicted", ok, "; ".join(rows))
 
 
 def pjrt_cuda_plugin() -> str:
@@ -208,7 +348,7 @@ def three_backends() -> None:
     if not plugin:
         step("native CUDA + PJRT-on-GPU + CPU in one plan", False, "no CUDA PJRT plugin found in this Python")
         return
-    cluster = os.path.join(tempfile.mkdtemp(), "three.yaml")
+    cluster = os.path.join(LOGS, "three.yaml")
     with open(cluster, "w") as f:
         f.write("hosts: [local]\ndevices:\n"
                 "  - {id: gpu0, preset: nvidia-h200, host: local, backend: cuda}\n"
@@ -218,13 +358,13 @@ def three_backends() -> None:
     outputs = {}
     for strategy in ("data-parallel", "single:cpu0"):
         folder = tempfile.mkdtemp()
-        result = run([os.path.join(PACK, "tandem"), "run", path, "--dim", "batch=6", "--seed", "3", "--cluster", cluster,
-                      "--strategy", strategy, "--output-dir", folder, "--iterations", "3", "--json"], timeout=300)
+        result = run([TANDEM, "run", path, "--dim", "batch=6", "--seed", "3", "--cluster", cluster,
+                      "--strategy", strategy, "--output-dir", folder, "--iterations", "3", "--json"], timeout=180,
+                     log="three-" + strategy.replace(":", "-"))
         if result.returncode != 0:
             step("native CUDA + PJRT-on-GPU + CPU in one plan", False, f"{strategy}: exit {result.returncode}", tail(result.stderr))
             return
-        report = json.loads(result.stdout)
-        outputs[strategy] = (folder, report)
+        outputs[strategy] = (folder, json.loads(result.stdout))
     import numpy as np
     worst = 0.0
     for npy in glob.glob(os.path.join(outputs["single:cpu0"][0], "*.npy")):
@@ -233,7 +373,7 @@ def three_backends() -> None:
         worst = max(worst, float(np.max(np.abs(ours.astype(np.float64) - ref)) / (np.max(np.abs(ref)) or 1.0)))
     devices = [d["id"] for d in outputs["data-parallel"][1]["plan"]["devices"] if d["busy_s"] > 0]
     step("native CUDA + PJRT-on-GPU + CPU in one plan", worst < 1e-3,
-         f"data-parallel batch 6 over {devices or 'gpu0, xla0, cpu0'}: max relative difference {worst:.2g} from cpu0 alone")
+         f"data-parallel batch 6 over {', '.join(devices)}: max relative difference {worst:.2g} from cpu0 alone")
 
 
 def main() -> int:
@@ -242,17 +382,23 @@ def main() -> int:
     if not check_binary():
         print("the carried binary does not start here: nothing else can run", file=sys.stderr)
     else:
-        for fn in (make_zoo, zoo_on_cuda, gemm, calibrate, hybrid, three_backends):
+        start_zoo()
+        for fn in (gemm, calibrate, wait_zoo, device_tests, zoo_on_cuda, predictions, hybrid, three_backends):
             try:
                 fn()
+            except OutOfTime as error:
+                step(fn.__name__, False, f"not run: {error}")
             except Exception as error:  # a step's crash is its failure; the next step still runs
                 step(fn.__name__, False, f"{type(error).__name__}: {error}")
+    for _, process, _ in ZOO_JOBS:
+        if process.poll() is None:
+            process.kill()
     width = max(len(r["step"]) for r in RESULTS)
-    print("\nsummary (GPU: " + (shutil.which("nvidia-smi") and run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"]).stdout.strip() or "?") + ")")
+    print(f"\nsummary after {time.time() - STARTED:.0f} s (GPU: "
+          + (shutil.which("nvidia-smi") and run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], timeout=10).stdout.strip() or "?") + ")")
     for r in RESULTS:
         print(f"  {'pass' if r['passed'] else 'FAIL'}  {r['step']:<{width}}  {r['figure']}")
-    if OUT:
-        json.dump(RESULTS, open(os.path.join(OUT, "gpu-check.json"), "w"), indent=2)
+    save()
     return 0 if all(r["passed"] for r in RESULTS) else 1
 
 
