@@ -268,6 +268,22 @@ TEST(Elementwise, FoldIntegerArithmetic) {
   EXPECT_FALSE(fold("Add", f32({1}, {1}), f32({1}, {2})).defined());
 }
 
+// torch 2's exporter slices MultiheadAttention's reshape targets at a Mod of two constants.
+TEST(Elementwise, FoldIntegerModBothWays) {
+  const Tensor a = i64({4}, {-7, 7, -7, 7});
+  const Tensor b = i64({4}, {3, -3, -3, 3});
+  auto fold = [&](const Tensor& divisor, int64_t fmod) {
+    return infer_op(
+               "Mod",
+               {info(a.dtype(), a.shape(), &a), info(divisor.dtype(), divisor.shape(), &divisor)},
+               {{"fmod", fmod}})[0]
+        .value;
+  };
+  expect_equal(fold(b, 0), i64({4}, {2, -2, -1, 1}));
+  expect_equal(fold(b, 1), i64({4}, {-1, 1, -1, 1}));
+  EXPECT_FALSE(fold(i64({}, {0}), 0).defined()) << "a zero divisor is left for the kernel";
+}
+
 TEST(Elementwise, FoldNeedsEveryValue) {
   const Tensor a = i64({2}, {1, 2});
   const auto out = infer_op("Add", {info(DType::kInt64, {2}, &a), info(DType::kInt64, {2})});

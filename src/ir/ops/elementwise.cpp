@@ -142,7 +142,8 @@ Tensor fold_broadcast(const std::vector<const Tensor*>& inputs, const Shape& out
   const DType dtype = inputs[0]->dtype();
   return with_fold_integer(dtype, [&]<typename T>() -> Tensor {
     using Result = std::invoke_result_t<Op, T, T>;
-    if constexpr (std::same_as<Op, ew::Div>) {
+    if constexpr (std::same_as<Op, ew::Div> || std::same_as<Op, ew::FloorMod> ||
+                  std::same_as<Op, ew::TruncMod>) {
       const T* divisor = inputs[1]->data<T>();
       for (int64_t i = 0; i < inputs[1]->numel(); ++i) {
         if (divisor[i] == 0) return Tensor();  // left for the kernel to report at run time
@@ -263,7 +264,13 @@ void register_binary_ops(OpRegistry& registry) {
     if (fmod == 0 && is_floating(ctx.input(0).dtype)) {
       ctx.fail("fmod must be 1 for floating-point inputs");
     }
-    return std::vector{typed(ctx.input(0).dtype, broadcast_inputs(ctx, 2))};
+    // torch 2's exporter computes MultiheadAttention's reshape targets with a Mod of constants.
+    InferredOutput out = typed(ctx.input(0).dtype, broadcast_inputs(ctx, 2));
+    if (auto values = fold_inputs(ctx, 2, out.shape)) {
+      out.value = fmod ? fold_broadcast<ew::TruncMod>(*values, out.shape)
+                       : fold_broadcast<ew::FloorMod>(*values, out.shape);
+    }
+    return std::vector{out};
   });
   // The slope broadcasts to the input's shape, never the other way.
   add(registry, "PRelu", 2, 2, [](const InferContext& ctx) {
