@@ -16,7 +16,8 @@ order of what a short lease should bring back first:
      per model, TANDEM_CUDA_SYNC=1 so that a fault names its node);
   7. every zoo model run on the GPU alone, measured against predicted from the calibrated
      profile (--expect checks its outputs too);
-  8. the example gpu-cpu.yaml cluster (presets), greedy and auto, measured against predicted;
+  8. the example gpu-cpu.yaml cluster as it stands (gpu0 priced by the H200 profile it names,
+     cpu0 by its preset), greedy and auto, measured against predicted;
   9. one plan over the native CUDA device, the same GPU through the CUDA PJRT plugin and the
      CPU: a data-parallel batch over all three, outputs equal to the CPU alone.
 
@@ -331,7 +332,7 @@ def hybrid() -> None:
             rows.append(f"{model} {strategy} ({row['chosen']}): measured {row['measured_ms']:.3g} ms, predicted "
                         f"{row['predicted_ms']:.3g} (x{row['measured_ms'] / row['predicted_ms']:.2f}), outputs "
                         f"{'match' if row['matches'] else 'DIFFER'}")
-    step("example gpu-cpu.yaml (presets), measured vs predicted", ok, "; ".join(rows))
+    step("example gpu-cpu.yaml, measured vs predicted", ok, "; ".join(rows))
 
 
 def pjrt_cuda_plugin() -> str:
