@@ -8,9 +8,10 @@ order of what a short lease should bring back first:
 
   1. the carried binary starts and sees the GPU (tandem --version; nvidia-smi; ldd);
   2. the zoo (both tiers) is generated here with this machine's torch and ONNX Runtime, in the
-     background while the steps that need no zoo run;
+     background while the GEMMs run;
   3. GEMM TFLOP/s in bf16, fp16, tf32 and fp32 against the device's peak (data/presets);
-  4. tandem calibrate --backend cuda writes the GPU's profile;
+  4. tandem calibrate --backend cuda writes the GPU's profile, once the zoo's generation has
+     left the cores (beside it, calibration warned of 4.9 busy cores of 16);
   5. cuda_tests' device tests (all but the zoo's; one checks every zoo node is accepted);
   6. every zoo model on the native CUDA backend against ONNX Runtime (cuda_tests, one process
      per model, TANDEM_CUDA_SYNC=1 so that a fault names its node);
@@ -384,7 +385,7 @@ def main() -> int:
         print("the carried binary does not start here: nothing else can run", file=sys.stderr)
     else:
         start_zoo()
-        for fn in (gemm, calibrate, wait_zoo, device_tests, zoo_on_cuda, predictions, hybrid, three_backends):
+        for fn in (gemm, wait_zoo, calibrate, device_tests, zoo_on_cuda, predictions, hybrid, three_backends):
             try:
                 fn()
             except OutOfTime as error:
