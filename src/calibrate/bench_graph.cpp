@@ -189,6 +189,21 @@ Graph conv_pair_chain(const ConvPairShape& shape, int units) {
   return graph.finish({x});
 }
 
+std::vector<KindGraph> run_kind_graphs(int64_t runs) {
+  std::vector<KindGraph> graphs;
+  {
+    BenchGraph graph;
+    const int table = graph.input({DType::kFloat32, {runs, 16}});
+    const int column = graph.constant(int64s({3}));
+    graphs.push_back(
+        {"Gather", graph.finish({graph.node("Gather", {table, column}, {{"axis", int64_t{1}}})})});
+  }
+  const TensorType column{DType::kFloat32, {runs / 2, 1}};
+  graphs.push_back(
+      {"Concat", single_op_graph("Concat", {{column}, {column}}, {{"axis", int64_t{1}}})});
+  return graphs;
+}
+
 std::vector<KindGraph> element_kind_graphs(int64_t elements) {
   const TensorType rows{DType::kFloat32, {elements / 256, 256}};
   const TensorType row{DType::kFloat32, {256}};

@@ -85,6 +85,10 @@ struct KindGraph {
   Graph graph;
 };
 std::vector<KindGraph> element_kind_graphs(int64_t elements);
+// Copies in runs of one element, `runs` of them (copy_runs): a Gather of one column of a
+// [runs, 16] table (a detector's scores, one class at a time), a Concat of two [runs / 2, 1]
+// columns.
+std::vector<KindGraph> run_kind_graphs(int64_t runs);
 
 // An `m` x `k` by `k` x `n` MatMul (constant weights), then three Negs in a chain: the first
 // reads what the product wrote, the second what an elementwise op wrote (nodes 1 and 2); the

@@ -191,6 +191,7 @@ class Suite {
     subgraph_run_overhead();
     vector_throughput();
     element_curves();
+    run_curves();
   }
 
   Figure measured(double value, const std::string& method) const {
@@ -432,6 +433,30 @@ class Suite {
         record(op_type + " of " + std::to_string(static_cast<int64_t>(written[i])) + " elements",
                seconds[i], "s",
                "kernel time, elements written (a NonZero: read), " + median_note());
+      }
+    }
+  }
+
+  // Copies in short runs cost per run, which the element curves' long runs do not show: each
+  // kind's kernel time at three counts of one-element runs (copy_runs).
+  void run_curves() {
+    std::map<std::string, std::vector<std::unique_ptr<OpBench>>> benches;
+    for (const int64_t runs : {int64_t{1024}, int64_t{8192}, int64_t{65536}}) {
+      for (KindGraph& kind : run_kind_graphs(runs))
+        benches[kind.op_type].push_back(std::make_unique<OpBench>(device_, std::move(kind.graph)));
+    }
+    for (const auto& [op_type, kind_benches] : benches) {
+      std::vector<double> counts, seconds;
+      for (const auto& bench : kind_benches) {
+        counts.push_back(copy_runs(bench->graph().nodes.front(), bench->graph()));
+        seconds.push_back(bench->node_seconds(repetition_));
+      }
+      settle_curve(counts, seconds,
+                   [&](size_t i) { return kind_benches[i]->node_seconds(repetition_); });
+      for (size_t i = 0; i < kind_benches.size(); ++i) {
+        profile_.op_run_curves[op_type].push_back({counts[i], seconds[i]});
+        record(op_type + " of " + std::to_string(static_cast<int64_t>(counts[i])) + " runs",
+               seconds[i], "s", "kernel time, one-element runs copied, " + median_note());
       }
     }
   }

@@ -123,6 +123,8 @@ class CostModel {
     std::map<std::string, WorkCurve, std::less<>> depthwise;
     // Kinds timed by elements (the profile's op_element_curves), their fixed cost left out.
     std::map<std::string, WorkCurve, std::less<>> element_curves;
+    // Copies timed by their contiguous runs (op_run_curves), their fixed cost left out.
+    std::map<std::string, WorkCurve, std::less<>> run_curves;
     // A convolution's reorders of an NCHW input in and of its output out, by their bytes.
     BandwidthCurve reorder_in, reorder_out;
     // What the first reader of a matrix product's output pays beyond reading it warm: the

@@ -229,6 +229,20 @@ class ProfileReader {
         }
       }
     }
+    if (root.contains("op_run_curves")) {
+      const json& curves = object_at(root, "op_run_curves", "op_run_curves");
+      for (const auto& [op_type, points] : curves.items()) {
+        const std::string field = "op_run_curves[\"" + op_type + "\"]";
+        const json& array = array_at(curves, op_type, field);
+        std::vector<CalibrationProfile::RunPoint>& curve = profile.op_run_curves[op_type];
+        for (size_t i = 0; i < array.size(); ++i) {
+          const std::string point = field + "[" + std::to_string(i) + "]";
+          if (!array[i].is_object()) fail(point, "expected an object");
+          curve.push_back({number_at(array[i], "runs", point + ".runs", true),
+                           number_at(array[i], "seconds", point + ".seconds", true)});
+        }
+      }
+    }
     if (root.contains("op_overheads")) {
       const json& overheads = object_at(root, "op_overheads", "op_overheads");
       for (const auto& [op_type, seconds] : overheads.items()) {
@@ -370,6 +384,35 @@ double rated_elements(const Node& node, const Graph& graph) {
   return 0;
 }
 
+double copy_runs(const Node& node, const Graph& graph) {
+  if (node.op_type != "Gather" && node.op_type != "Concat") return 0;
+  const auto axis_of = [&](size_t rank) {
+    const int64_t axis = node.attr_int("axis", 0);
+    const auto signed_rank = static_cast<int64_t>(rank);
+    return axis < -signed_rank || axis >= signed_rank ? int64_t{-1}
+                                                      : (axis < 0 ? axis + signed_rank : axis);
+  };
+  if (node.op_type == "Gather") {
+    if (node.outputs.empty() || node.outputs[0] < 0 || node.inputs.empty() || node.inputs[0] < 0)
+      return 0;
+    const Shape& data = graph.values[node.inputs[0]].type.shape;
+    const Shape& out = graph.values[node.outputs[0]].type.shape;
+    const int64_t axis = axis_of(data.size());
+    if (axis < 0 || !is_static(data) || !is_static(out)) return 0;
+    const int64_t run = numel(Shape(data.begin() + axis + 1, data.end()));
+    return run > 0 ? static_cast<double>(numel(out) / run) : 0;
+  }
+  double runs = 0;
+  for (int id : node.inputs) {
+    if (id < 0) continue;
+    const Shape& shape = graph.values[id].type.shape;
+    const int64_t axis = axis_of(shape.size());
+    if (axis < 0 || !is_static(shape)) return 0;
+    runs += static_cast<double>(numel(Shape(shape.begin(), shape.begin() + axis)));
+  }
+  return runs;
+}
+
 std::string op_signature(const Node& node, const Graph& graph) {
   std::string text = node.domain.empty() ? node.op_type : node.domain + "." + node.op_type;
   const auto value_list = [&](const std::vector<int>& ids) {
@@ -497,6 +540,16 @@ void write_profile(const std::string& path, const CalibrationProfile& profile) {
       curves[op_type] = std::move(array);
     }
     root["op_element_curves"] = std::move(curves);
+  }
+  if (!profile.op_run_curves.empty()) {
+    json curves = json::object();
+    for (const auto& [op_type, points] : profile.op_run_curves) {
+      json array = json::array();
+      for (const auto& point : points)
+        array.push_back({{"runs", point.runs}, {"seconds", point.seconds}});
+      curves[op_type] = std::move(array);
+    }
+    root["op_run_curves"] = std::move(curves);
   }
   if (!profile.op_overheads.empty()) root["op_overheads"] = profile.op_overheads;
   const auto work_points_json = [](const std::vector<CalibrationProfile::WorkPoint>& points) {

@@ -99,6 +99,17 @@ struct CalibrationProfile {
     double seconds = 0;
   };
   std::map<std::string, std::vector<ElementPoint>> op_element_curves;
+  // Copies in short runs, which cost per run rather than per element (a Gather of one column of
+  // a detector's 3234x91 scores took 12 us, priced 1 by its elements; a Concat of 3234 rows of
+  // four floats 65 us, priced 2): a Gather's and a Concat's kernel time by the contiguous runs
+  // they copy (copy_runs), runs of one element, at three sizes: op type -> points in ascending
+  // runs. An op of such a type takes at least its kind's time for its runs. Empty in older
+  // profiles and on compiled devices.
+  struct RunPoint {
+    double runs = 0;
+    double seconds = 0;
+  };
+  std::map<std::string, std::vector<RunPoint>> op_run_curves;
   // What an op of each type costs when its work is negligible (small instances in a chain
   // through the executor: the executor's step and the kernel's fixed costs, such as a oneDNN
   // primitive's entry), op type -> seconds. The dispatch figure (figures.launch_overhead) is
@@ -127,6 +138,11 @@ std::string depthwise_layout_key(bool input_channels_last, bool output_channels_
 // EmbeddingBag's elements read (its indices times a table row's), as its bags may hold one row
 // or hundreds. 0 when they are not static.
 double rated_elements(const Node& node, const Graph& graph);
+
+// What an op_run_curves curve counts: the contiguous runs a copy op moves, a Gather's one per
+// index and outer row (its run the dims after the axis), a Concat's one per input and outer row
+// (each input's run its dims from the axis on). 0 for other ops and shapes that are not static.
+double copy_runs(const Node& node, const Graph& graph);
 
 // A key that identifies an op's work exactly: op type, input and output dtypes and shapes,
 // attributes (tensors by content hash, subgraphs by their ops).

@@ -194,6 +194,16 @@ TEST(Calibrate, QuickGivesPlausibleFiguresInSeconds) {
     EXPECT_LT(points[1].elements, points[2].elements) << kind;
     for (const auto& point : points) EXPECT_GT(point.seconds, 0) << kind;
   }
+  // The copies in short runs, at three counts of runs.
+  for (const char* kind : {"Gather", "Concat"}) {
+    ASSERT_EQ(profile.op_run_curves.count(kind), 1u) << kind;
+    const auto& points = profile.op_run_curves.at(kind);
+    ASSERT_EQ(points.size(), 3u) << kind;
+    EXPECT_EQ(points[0].runs, 1024) << kind;
+    EXPECT_LT(points[0].runs, points[1].runs) << kind;
+    EXPECT_LT(points[1].runs, points[2].runs) << kind;
+    for (const auto& point : points) EXPECT_GT(point.seconds, 0) << kind;
+  }
   // The first read of a product's output, at one size (its extra time is clamped at 0 where
   // the first read was no slower, so only the point's presence and size are checked).
   ASSERT_EQ(profile.product_output_read_curve.size(), 1u);

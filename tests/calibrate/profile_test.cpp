@@ -171,6 +171,14 @@ TEST(Profile, ElementCurvePointWithoutTimeIsRejected) {
       "op_element_curves[\"Pad\"][0].seconds");
 }
 
+TEST(Profile, RunCurvePointWithoutRunsIsRejected) {
+  expect_rejected(
+      profile_text_with("\"op_seconds\"",
+                        "\"op_run_curves\": {\"Gather\": [{\"runs\": 0, \"seconds\": 1e-6}]}, "
+                        "\"op_seconds\""),
+      "op_run_curves[\"Gather\"][0].runs");
+}
+
 TEST(Profile, ProductReadsAndWritesMayCostNothingExtraButNotLessThanNothing) {
   for (const std::string curve : {"product_output_read_curve", "product_input_write_curve"}) {
     const auto with_point = [&](const std::string& seconds) {

@@ -295,6 +295,43 @@ TEST(CalibratedCost, KindsTimedByElementsTakeNoLessThanTheirCurve) {
   EXPECT_EQ(time_of(fast, transpose).memory_seconds, time_of(plain, transpose).memory_seconds);
 }
 
+TEST(CalibratedCost, CopiesInShortRunsTakeNoLessThanTheirKindsTimeForTheirRuns) {
+  CalibrationProfile profile = cache_profile();
+  profile.op_overheads = {{"Gather", 1e-6}, {"Concat", 1e-6}};
+  // Points include the kind's fixed cost, which the curve leaves to the overhead: 3 ns a run.
+  profile.op_run_curves = {{"Gather", {{1024, 1e-6 + 3.072e-6}, {65536, 1e-6 + 196.608e-6}}},
+                           {"Concat", {{1024, 1e-6 + 3.072e-6}, {65536, 1e-6 + 196.608e-6}}}};
+  const CostModel model(profiled_cluster(), {{kCpu, profile}});
+  const CostModel plain(profiled_cluster(), {{kCpu, cache_profile()}});
+  // One class's scores of a detector's 3234 boxes: 3234 runs of one float.
+  GraphBuilder column;
+  const int scores = column.input("scores", DType::kFloat32, {3234, 91});
+  const int which = column.constant("which", DType::kInt64, {1});
+  const Graph gather_column =
+      column.infer({column.node("Gather", {scores, which}, {{"axis", int64_t{1}}})});
+  EXPECT_EQ(copy_runs(gather_column.nodes[0], gather_column), 3234);
+  EXPECT_NEAR(time_of(model, gather_column).memory_seconds, 3234 * 3e-9, 1e-12);
+  EXPECT_NE(time_of(model, gather_column).source.find("Gather by runs"), std::string::npos)
+      << time_of(model, gather_column).source;
+  EXPECT_LT(time_of(plain, gather_column).memory_seconds, 3234 * 3e-9);
+  // Three rows of 91: three runs, no more than the memory curve's time.
+  GraphBuilder rows;
+  const int table = rows.input("table", DType::kFloat32, {3234, 91});
+  const int picked = rows.constant("picked", DType::kInt64, {3});
+  const Graph gather_rows = rows.infer({rows.node("Gather", {table, picked})});
+  EXPECT_EQ(copy_runs(gather_rows.nodes[0], gather_rows), 3);
+  EXPECT_EQ(time_of(model, gather_rows).memory_seconds, time_of(plain, gather_rows).memory_seconds);
+  // A Concat of boxes' coordinates in pairs: a run per input and row.
+  GraphBuilder pairs;
+  const int a = pairs.input("a", DType::kFloat32, {3234, 1, 2});
+  const int b = pairs.input("b", DType::kFloat32, {3234, 1, 2});
+  const Graph concat = pairs.infer({pairs.node("Concat", {a, b}, {{"axis", int64_t{2}}})});
+  EXPECT_EQ(copy_runs(concat.nodes[0], concat), 2 * 3234);
+  EXPECT_NEAR(time_of(model, concat).memory_seconds, 2 * 3234 * 3e-9, 1e-12);
+  // Other ops copy no runs.
+  EXPECT_EQ(copy_runs(add(16).nodes[0], add(16)), 0);
+}
+
 TEST(CalibratedCost, AnOpOfAMeasuredKindCostsItsOwnOverhead) {
   CalibrationProfile profile = cache_profile();
   profile.op_overheads = {{"Gemm", 3e-6}};
