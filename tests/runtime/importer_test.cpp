@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -96,6 +97,69 @@ TEST(Importer, MissingFileNamesIt) {
     EXPECT_EQ(e.subject(), "/nonexistent/model.onnx");
     EXPECT_STREQ(e.what(), "no such file");
   }
+}
+
+// torch 2's exporter writes MultiheadAttention's reshape target as a Concat of Slices of the
+// input's Shape whose ends come from a Mod of two constants: the Mod must fold for the target's
+// length, and so the output's rank, to be known.
+TEST(Importer, FoldsAModOfConstantsIntoAReshapeTarget) {
+  onnx::ModelProto proto;
+  proto.set_ir_version(8);
+  proto.add_opset_import()->set_version(17);
+  onnx::GraphProto& graph = *proto.mutable_graph();
+  graph.set_name("mha_reshape");
+  const auto add_tensor_value = [](onnx::ValueInfoProto* info, const std::string& name,
+                                   std::vector<std::string> dims) {
+    info->set_name(name);
+    auto* type = info->mutable_type()->mutable_tensor_type();
+    type->set_elem_type(onnx::TensorProto::FLOAT);
+    for (const std::string& dim : dims) {
+      auto* d = type->mutable_shape()->add_dim();
+      if (std::isdigit(static_cast<unsigned char>(dim[0])))
+        d->set_dim_value(std::stoll(dim));
+      else
+        d->set_dim_param(dim);
+    }
+  };
+  add_tensor_value(graph.add_input(), "x", {"batch", "6"});
+  add_tensor_value(graph.add_output(), "y", {});
+  const auto constant = [&](const std::string& name, int64_t value) {
+    onnx::TensorProto* tensor = graph.add_initializer();
+    tensor->set_name(name);
+    tensor->set_data_type(onnx::TensorProto::INT64);
+    tensor->add_dims(1);
+    tensor->add_int64_data(value);
+  };
+  constant("zero", 0), constant("one", 1), constant("three", 3), constant("two", 2);
+  const auto node = [&](const std::string& op, std::vector<std::string> inputs,
+                        const std::string& output) {
+    onnx::NodeProto* n = graph.add_node();
+    n->set_op_type(op);
+    n->set_name(output);
+    for (const std::string& input : inputs) n->add_input(input);
+    n->add_output(output);
+    return n;
+  };
+  node("Shape", {"x"}, "shape");
+  node("Mod", {"one", "three"}, "mod");  // 1
+  node("Reshape", {"mod", "one"}, "end");
+  node("Slice", {"shape", "zero", "end"}, "leading");  // [batch]
+  onnx::NodeProto* concat = node("Concat", {"leading", "two", "three"}, "target");
+  onnx::AttributeProto* axis = concat->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(0);
+  node("Reshape", {"x", "target"}, "y");
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "tandem_mha_reshape.onnx").string();
+  {
+    std::ofstream file(path, std::ios::binary);
+    ASSERT_TRUE(proto.SerializeToOstream(&file));
+  }
+  ImportOptions options;
+  options.dims["batch"] = 4;
+  const ImportedModel model = import_onnx(path, options);
+  EXPECT_EQ(value_named(model.graph, "y").type.shape, (Shape{4, 2, 3}));
 }
 
 }  // namespace
