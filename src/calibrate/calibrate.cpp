@@ -415,48 +415,45 @@ class Suite {
   // bias Add over 8192 elements 4–7 µs, priced 1.3): each kind's kernel time at three sizes,
   // by the elements it writes (rated_elements).
   void element_curves() {
-    std::map<std::string, std::vector<std::unique_ptr<OpBench>>> benches;
-    for (const int64_t elements : {int64_t{4096}, int64_t{32768}, int64_t{262144}}) {
-      for (KindGraph& kind : element_kind_graphs(elements))
-        benches[kind.op_type].push_back(std::make_unique<OpBench>(device_, std::move(kind.graph)));
-    }
-    for (const auto& [op_type, kind_benches] : benches) {
-      std::vector<double> written, seconds;
-      for (const auto& bench : kind_benches) {
-        written.push_back(rated_elements(bench->graph().nodes.front(), bench->graph()));
-        seconds.push_back(bench->node_seconds(repetition_));
-      }
-      settle_curve(written, seconds,
-                   [&](size_t i) { return kind_benches[i]->node_seconds(repetition_); });
-      for (size_t i = 0; i < kind_benches.size(); ++i) {
-        profile_.op_element_curves[op_type].push_back({written[i], seconds[i]});
-        record(op_type + " of " + std::to_string(static_cast<int64_t>(written[i])) + " elements",
-               seconds[i], "s",
-               "kernel time, elements written (a NonZero: read), " + median_note());
-      }
-    }
+    kind_curves({4096, 32768, 262144}, element_kind_graphs, rated_elements, "elements",
+                "kernel time, elements written (a NonZero: read), ",
+                [&](const std::string& op_type, double elements, double seconds) {
+                  profile_.op_element_curves[op_type].push_back({elements, seconds});
+                });
   }
 
   // Copies in short runs cost per run, which the element curves' long runs do not show: each
   // kind's kernel time at three counts of one-element runs (copy_runs).
   void run_curves() {
+    kind_curves({1024, 8192, 65536}, run_kind_graphs, copy_runs, "runs",
+                "kernel time, one-element runs copied, ",
+                [&](const std::string& op_type, double runs, double seconds) {
+                  profile_.op_run_curves[op_type].push_back({runs, seconds});
+                });
+  }
+
+  // Each kind's kernel time at three sizes of the graphs `make` gives, by the work `count`
+  // rates them at (in `unit`), points out of order measured again; each point to `keep`.
+  template <typename Make, typename Count, typename Keep>
+  void kind_curves(std::initializer_list<int64_t> sizes, Make make, Count count,
+                   const std::string& unit, const std::string& method, Keep keep) {
     std::map<std::string, std::vector<std::unique_ptr<OpBench>>> benches;
-    for (const int64_t runs : {int64_t{1024}, int64_t{8192}, int64_t{65536}}) {
-      for (KindGraph& kind : run_kind_graphs(runs))
+    for (const int64_t size : sizes) {
+      for (KindGraph& kind : make(size))
         benches[kind.op_type].push_back(std::make_unique<OpBench>(device_, std::move(kind.graph)));
     }
     for (const auto& [op_type, kind_benches] : benches) {
-      std::vector<double> counts, seconds;
+      std::vector<double> work, seconds;
       for (const auto& bench : kind_benches) {
-        counts.push_back(copy_runs(bench->graph().nodes.front(), bench->graph()));
+        work.push_back(count(bench->graph().nodes.front(), bench->graph()));
         seconds.push_back(bench->node_seconds(repetition_));
       }
-      settle_curve(counts, seconds,
+      settle_curve(work, seconds,
                    [&](size_t i) { return kind_benches[i]->node_seconds(repetition_); });
       for (size_t i = 0; i < kind_benches.size(); ++i) {
-        profile_.op_run_curves[op_type].push_back({counts[i], seconds[i]});
-        record(op_type + " of " + std::to_string(static_cast<int64_t>(counts[i])) + " runs",
-               seconds[i], "s", "kernel time, one-element runs copied, " + median_note());
+        keep(op_type, work[i], seconds[i]);
+        record(op_type + " of " + std::to_string(static_cast<int64_t>(work[i])) + " " + unit,
+               seconds[i], "s", method + median_note());
       }
     }
   }

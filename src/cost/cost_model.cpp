@@ -769,24 +769,19 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
   }
   // A kind whose kernel runs in loops of its own takes no less than its measured time for as
   // many elements (a Transpose to channels-last, a NonZero, a bilinear Resize, a Softmax).
+  // And a copy in short runs no less than its kind's time for as many runs.
+  const auto at_least_its_kind = [&](const auto& curves, double work, const char* unit) {
+    const auto kind = curves.find(node.op_type);
+    if (kind == curves.end() || !kind->second.measured()) return;
+    const double seconds = kind->second.seconds(work);
+    if (seconds > std::max(time.memory_seconds, time.compute_seconds)) {
+      time.memory_seconds = seconds;
+      memory_source = "calibration " + model.profile_file + ": " + node.op_type + " by " + unit;
+    }
+  };
   if (node.domain.empty()) {
-    const auto kind = model.element_curves.find(node.op_type);
-    if (kind != model.element_curves.end() && kind->second.measured()) {
-      const double seconds = kind->second.seconds(rated_elements(node, graph));
-      if (seconds > std::max(time.memory_seconds, time.compute_seconds)) {
-        time.memory_seconds = seconds;
-        memory_source = "calibration " + model.profile_file + ": " + node.op_type + " by elements";
-      }
-    }
-    // And a copy in short runs no less than its kind's time for as many runs.
-    const auto runs = model.run_curves.find(node.op_type);
-    if (runs != model.run_curves.end() && runs->second.measured()) {
-      const double seconds = runs->second.seconds(copy_runs(node, graph));
-      if (seconds > std::max(time.memory_seconds, time.compute_seconds)) {
-        time.memory_seconds = seconds;
-        memory_source = "calibration " + model.profile_file + ": " + node.op_type + " by runs";
-      }
-    }
+    at_least_its_kind(model.element_curves, rated_elements(node, graph), "elements");
+    at_least_its_kind(model.run_curves, copy_runs(node, graph), "runs");
   }
   // The first read of a matrix product's output, slower than a warm one by what calibration
   // measured for its bytes.

@@ -95,6 +95,25 @@ class ProfileReader {
     return *found;
   }
 
+  // An optional map of op type -> points {<work>: positive, seconds: positive}.
+  template <typename Point>
+  void read_kind_curves(const json& root, const std::string& key, const std::string& work,
+                        std::map<std::string, std::vector<Point>>& curves) const {
+    if (!root.contains(key)) return;
+    const json& kinds = object_at(root, key, key);
+    for (const auto& [op_type, points] : kinds.items()) {
+      const std::string field = key + "[\"" + op_type + "\"]";
+      const json& array = array_at(kinds, op_type, field);
+      std::vector<Point>& curve = curves[op_type];
+      for (size_t i = 0; i < array.size(); ++i) {
+        const std::string point = field + "[" + std::to_string(i) + "]";
+        if (!array[i].is_object()) fail(point, "expected an object");
+        curve.push_back({number_at(array[i], work, point + "." + work, true),
+                         number_at(array[i], "seconds", point + ".seconds", true)});
+      }
+    }
+  }
+
   double number_at(const json& object, const std::string& key, const std::string& field,
                    bool positive) const {
     const json& item = member(object, key, field);
@@ -215,34 +234,8 @@ class ProfileReader {
             number_at(rates, op_type, "vector_op_rates[\"" + op_type + "\"]", true);
       }
     }
-    if (root.contains("op_element_curves")) {
-      const json& curves = object_at(root, "op_element_curves", "op_element_curves");
-      for (const auto& [op_type, points] : curves.items()) {
-        const std::string field = "op_element_curves[\"" + op_type + "\"]";
-        const json& array = array_at(curves, op_type, field);
-        std::vector<CalibrationProfile::ElementPoint>& curve = profile.op_element_curves[op_type];
-        for (size_t i = 0; i < array.size(); ++i) {
-          const std::string point = field + "[" + std::to_string(i) + "]";
-          if (!array[i].is_object()) fail(point, "expected an object");
-          curve.push_back({number_at(array[i], "elements", point + ".elements", true),
-                           number_at(array[i], "seconds", point + ".seconds", true)});
-        }
-      }
-    }
-    if (root.contains("op_run_curves")) {
-      const json& curves = object_at(root, "op_run_curves", "op_run_curves");
-      for (const auto& [op_type, points] : curves.items()) {
-        const std::string field = "op_run_curves[\"" + op_type + "\"]";
-        const json& array = array_at(curves, op_type, field);
-        std::vector<CalibrationProfile::RunPoint>& curve = profile.op_run_curves[op_type];
-        for (size_t i = 0; i < array.size(); ++i) {
-          const std::string point = field + "[" + std::to_string(i) + "]";
-          if (!array[i].is_object()) fail(point, "expected an object");
-          curve.push_back({number_at(array[i], "runs", point + ".runs", true),
-                           number_at(array[i], "seconds", point + ".seconds", true)});
-        }
-      }
-    }
+    read_kind_curves(root, "op_element_curves", "elements", profile.op_element_curves);
+    read_kind_curves(root, "op_run_curves", "runs", profile.op_run_curves);
     if (root.contains("op_overheads")) {
       const json& overheads = object_at(root, "op_overheads", "op_overheads");
       for (const auto& [op_type, seconds] : overheads.items()) {
@@ -531,26 +524,22 @@ void write_profile(const std::string& path, const CalibrationProfile& profile) {
     root["subgraph_run_overhead"] = figure_json(profile.subgraph_run_overhead);
   }
   if (!profile.vector_op_rates.empty()) root["vector_op_rates"] = profile.vector_op_rates;
-  if (!profile.op_element_curves.empty()) {
-    json curves = json::object();
-    for (const auto& [op_type, points] : profile.op_element_curves) {
+  const auto kind_curves_json = [&](const auto& curves, const char* key, const char* work,
+                                    auto work_of) {
+    if (curves.empty()) return;
+    json kinds = json::object();
+    for (const auto& [op_type, points] : curves) {
       json array = json::array();
       for (const auto& point : points)
-        array.push_back({{"elements", point.elements}, {"seconds", point.seconds}});
-      curves[op_type] = std::move(array);
+        array.push_back({{work, work_of(point)}, {"seconds", point.seconds}});
+      kinds[op_type] = std::move(array);
     }
-    root["op_element_curves"] = std::move(curves);
-  }
-  if (!profile.op_run_curves.empty()) {
-    json curves = json::object();
-    for (const auto& [op_type, points] : profile.op_run_curves) {
-      json array = json::array();
-      for (const auto& point : points)
-        array.push_back({{"runs", point.runs}, {"seconds", point.seconds}});
-      curves[op_type] = std::move(array);
-    }
-    root["op_run_curves"] = std::move(curves);
-  }
+    root[key] = std::move(kinds);
+  };
+  kind_curves_json(profile.op_element_curves, "op_element_curves", "elements",
+                   [](const CalibrationProfile::ElementPoint& p) { return p.elements; });
+  kind_curves_json(profile.op_run_curves, "op_run_curves", "runs",
+                   [](const CalibrationProfile::RunPoint& p) { return p.runs; });
   if (!profile.op_overheads.empty()) root["op_overheads"] = profile.op_overheads;
   const auto work_points_json = [](const std::vector<CalibrationProfile::WorkPoint>& points) {
     json array = json::array();
