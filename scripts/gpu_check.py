@@ -381,6 +381,10 @@ def three_backends() -> None:
 def main() -> int:
     if OUT:
         os.makedirs(OUT, exist_ok=True)
+    if not os.access(TANDEM, os.X_OK):
+        print(f"gpu-check: no {TANDEM}: run scripts/gpu-check.sh, which unpacks gpu-pack.tar.xz",
+              file=sys.stderr)
+        return 2
     if not check_binary():
         print("the carried binary does not start here: nothing else can run", file=sys.stderr)
     else:
