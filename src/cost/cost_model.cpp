@@ -338,18 +338,22 @@ void CostModel::add_device(int device, std::shared_ptr<const CalibrationProfile>
         work.push_back({point.flops, point.seconds - fixed_cost("Conv")});
       model.depthwise[layouts] = WorkCurve(std::move(work));
     }
-    for (const auto& [op_type, points] : profile->op_element_curves) {
-      std::vector<WorkCurve::Point> work;
-      for (const auto& point : points)
-        work.push_back({point.elements, point.seconds - fixed_cost(op_type.c_str())});
-      model.element_curves[op_type] = WorkCurve(std::move(work));
-    }
-    for (const auto& [op_type, points] : profile->op_run_curves) {
-      std::vector<WorkCurve::Point> work;
-      for (const auto& point : points)
-        work.push_back({point.runs, point.seconds - fixed_cost(op_type.c_str())});
-      model.run_curves[op_type] = WorkCurve(std::move(work));
-    }
+    // Each kind's curve by its work (elements, runs), less that kind's fixed cost.
+    const auto kind_curves = [&](const auto& curves, auto work_of,
+                                 std::map<std::string, WorkCurve, std::less<>>& into) {
+      for (const auto& [op_type, points] : curves) {
+        std::vector<WorkCurve::Point> work;
+        for (const auto& point : points)
+          work.push_back({work_of(point), point.seconds - fixed_cost(op_type.c_str())});
+        into[op_type] = WorkCurve(std::move(work));
+      }
+    };
+    kind_curves(
+        profile->op_element_curves,
+        [](const CalibrationProfile::ElementPoint& p) { return p.elements; }, model.element_curves);
+    kind_curves(
+        profile->op_run_curves, [](const CalibrationProfile::RunPoint& p) { return p.runs; },
+        model.run_curves);
     std::vector<WorkCurve::Point> convolutions;
     for (const auto& point : profile->conv_curve)
       convolutions.push_back({point.flops, point.seconds - fixed_cost("Conv")});
@@ -770,18 +774,19 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
   // A kind whose kernel runs in loops of its own takes no less than its measured time for as
   // many elements (a Transpose to channels-last, a NonZero, a bilinear Resize, a Softmax).
   // And a copy in short runs no less than its kind's time for as many runs.
-  const auto at_least_its_kind = [&](const auto& curves, double work, const char* unit) {
+  // The work is counted only where the kind has a curve: this runs for every node and device.
+  const auto at_least_its_kind = [&](const auto& curves, auto work_of, const char* unit) {
     const auto kind = curves.find(node.op_type);
     if (kind == curves.end() || !kind->second.measured()) return;
-    const double seconds = kind->second.seconds(work);
+    const double seconds = kind->second.seconds(work_of(node, graph));
     if (seconds > std::max(time.memory_seconds, time.compute_seconds)) {
       time.memory_seconds = seconds;
       memory_source = "calibration " + model.profile_file + ": " + node.op_type + " by " + unit;
     }
   };
   if (node.domain.empty()) {
-    at_least_its_kind(model.element_curves, rated_elements(node, graph), "elements");
-    at_least_its_kind(model.run_curves, copy_runs(node, graph), "runs");
+    at_least_its_kind(model.element_curves, rated_elements, "elements");
+    at_least_its_kind(model.run_curves, copy_runs, "runs");
   }
   // The first read of a matrix product's output, slower than a warm one by what calibration
   // measured for its bytes.

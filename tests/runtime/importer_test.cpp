@@ -130,7 +130,9 @@ TEST(Importer, FoldsAModOfConstantsIntoAReshapeTarget) {
     tensor->add_dims(1);
     tensor->add_int64_data(value);
   };
-  constant("zero", 0), constant("one", 1), constant("three", 3), constant("two", 2);
+  for (const auto& [name, value] :
+       {std::pair{"zero", 0}, std::pair{"one", 1}, std::pair{"two", 2}, std::pair{"three", 3}})
+    constant(name, value);
   const auto node = [&](const std::string& op, std::vector<std::string> inputs,
                         const std::string& output) {
     onnx::NodeProto* n = graph.add_node();
