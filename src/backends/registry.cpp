@@ -4,6 +4,7 @@
 
 #include "backends/cpu/conv_layout.h"
 #include "backends/cpu/cpu_device.h"
+#include "backends/cpu/kernel_registry.h"
 #include "backends/pjrt/lower.h"
 #include "ir/error.h"
 #include "ir/op_schema.h"
@@ -92,25 +93,25 @@ int pjrt_cores(const DeviceSpec& device, int host_cores) {
 
 const Backend kBackends[] = {
     {BackendKind::kCpu, "cpu", true, &present, &cpu_refusal, &cpu::make_devices, nullptr,
-     &cpu::activation_layouts, nullptr, &own_cores},
+     &cpu::activation_layouts, &cpu::thread_splits, nullptr, &own_cores},
 #ifdef TANDEM_WITH_PJRT
     {BackendKind::kPjrt, "pjrt", false, &pjrt_missing, &pjrt_refusal, &pjrt::make_devices,
-     &pjrt::calibration_target, nullptr, &pjrt_product, &pjrt_cores},
+     &pjrt::calibration_target, nullptr, nullptr, &pjrt_product, &pjrt_cores},
 #else
     {BackendKind::kPjrt, "pjrt", false, &pjrt_missing, &pjrt_refusal, nullptr, nullptr, nullptr,
-     &pjrt_product, &pjrt_cores},
+     nullptr, &pjrt_product, &pjrt_cores},
 #endif
 #ifdef TANDEM_WITH_CUDA
     {BackendKind::kCuda, "cuda", true, &cuda_missing, &cuda_refusal, &cuda::make_devices,
-     &cuda::calibration_target, nullptr, nullptr, &own_cores},
+     &cuda::calibration_target, nullptr, nullptr, nullptr, &own_cores},
 #else
     {BackendKind::kCuda, "cuda", true, &cuda_missing, &cuda_refusal, nullptr, nullptr, nullptr,
-     nullptr, &own_cores},
+     nullptr, nullptr, &own_cores},
 #endif
     // Planned as the CPU backend runs a graph (a CPU profile's curves are the CPU's), a TPU as
     // PJRT compiles it.
     {BackendKind::kNone, "none", false, &none_missing, &none_refusal, nullptr, nullptr,
-     &cpu::activation_layouts, &none_product, &own_cores},
+     &cpu::activation_layouts, &cpu::thread_splits, &none_product, &own_cores},
 };
 
 // An eager backend runs views and control flow in the graph executor; a subgraph's nodes run

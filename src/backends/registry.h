@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/device.h"
+#include "backends/thread_split.h"
 #include "devices/cluster.h"
 
 namespace tandem {
@@ -53,6 +54,9 @@ struct Backend {
   // The layout each node's kernel reads and writes activations in (node order), where the
   // backend chooses one; null where it keeps the ONNX layout throughout.
   std::vector<ActivationLayout> (*activation_layouts)(const Graph& graph);
+  // How each node's kernel shares its work among a device's threads (node order), where the
+  // backend declares it; null where it declares none.
+  std::vector<ThreadSplit> (*thread_splits)(const Graph& graph);
   // The product `device` runs `node` as where its kernel is one though the op is not (PJRT's
   // EmbeddingBag), for the cost model to price; null, or nullopt for a node, where the op's own
   // cost says what runs.

@@ -320,6 +320,13 @@ Graph product_reads_a_neg(int64_t m, int64_t k, int64_t n) {
   return graph.finish({graph.node("MatMul", {negated, next_weights})});
 }
 
+Graph unary_chain(const std::vector<std::string>& kinds, int64_t elements) {
+  BenchGraph graph;
+  int x = graph.input({DType::kFloat32, {elements}});
+  for (const std::string& kind : kinds) x = graph.node(kind, {x});
+  return graph.finish({x});
+}
+
 Graph view_chain(int count) {
   BenchGraph graph;
   int x = graph.input({DType::kFloat32, {4, 16}});

@@ -102,6 +102,9 @@ Graph product_after_neg(int64_t m, int64_t k, int64_t n);
 // is not split among the threads as a model's are).
 Graph product_reads_a_neg(int64_t m, int64_t k, int64_t n);
 
+// Unary ops of the kinds given, in that order, in a chain on `elements` floats.
+Graph unary_chain(const std::vector<std::string>& kinds, int64_t elements);
+
 // `count` Reshapes of a 4x16 tensor in a chain, alternating 16x4 and 4x16: views only.
 Graph view_chain(int count);
 

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "backends/cpu/cpu_device.h"
+#include "backends/cpu/kernel_registry.h"
 #include "calibrate/bench_graph.h"
 #include "calibrate/host.h"
 #include "calibrate/microbench.h"
@@ -187,6 +188,7 @@ class Suite {
     depthwise_curves();
     reorder_curves();
     product_output_reads();
+    cross_core_handoffs();
     view_overhead();
     subgraph_run_overhead();
     vector_throughput();
@@ -728,6 +730,71 @@ class Suite {
                  " MatMul: its kernel time less the Neg's before a Neg (0 where no slower), " +
                  median_note());
     }
+  }
+
+  // A tensor passed between a kernel that runs on one thread and one that splits among the
+  // threads moves between the cores' caches (on a 2-vCPU Xeon, an Erf-heavy Gelu of 32,768
+  // floats took 26 us after a Relu, 7.7 after a Gelu). Timed at the sizes where a cheap kind
+  // (Relu) still runs on one thread and a costly one (Erf) splits, as the backend declares
+  // them: each point, 4 of one kind then 4 of the other, less the mean of 8 of each, whole runs
+  // (the cost lands on whichever op next writes the lines the other core holds).
+  void cross_core_handoffs() {
+    if (!chooses_layouts_ || cpu::cpu_threads() < 2) return;  // one thread hands nothing off
+    const Repetition repetition = options_.quick ? repetition_ : Repetition{7, 500, 0.1};
+    const auto run_seconds = [&](const std::vector<std::string>& kinds, int64_t elements) {
+      OpBench bench(device_, unary_chain(kinds, elements));
+      return bench.run_seconds(repetition);
+    };
+    const auto four = [](const char* kind) { return std::vector<std::string>(4, kind); };
+    const auto joined_kinds = [](std::vector<std::string> a, const std::vector<std::string>& b) {
+      a.insert(a.end(), b.begin(), b.end());
+      return a;
+    };
+    for (const int64_t elements : handoff_sizes(options_.quick)) {
+      const double alone = 0.5 * (run_seconds(joined_kinds(four("Relu"), four("Relu")), elements) +
+                                  run_seconds(joined_kinds(four("Erf"), four("Erf")), elements));
+      const double bytes = 4.0 * static_cast<double>(elements);
+      for (const bool spread : {true, false}) {
+        const double chain = spread
+                                 ? run_seconds(joined_kinds(four("Relu"), four("Erf")), elements)
+                                 : run_seconds(joined_kinds(four("Erf"), four("Relu")), elements);
+        const double seconds = std::max(0.0, chain - alone);
+        (spread ? profile_.cross_core_spread_curve : profile_.cross_core_gather_curve)
+            .push_back({bytes, seconds});
+        record(std::string(spread ? "hand-off from one thread to all "
+                                  : "hand-off from all "
+                                    "threads to one ") +
+                   std::to_string(elements),
+               seconds, "s",
+               std::string("4 ") + (spread ? "Relu then 4 Erf" : "Erf then 4 Relu") + " on " +
+                   std::to_string(elements) +
+                   " floats, run time less the mean of 8 Relu's and 8 Erf's (0 where no "
+                   "slower), " +
+                   median_note());
+      }
+    }
+  }
+
+  // The sizes, in floats, at which a Relu runs on one thread and an Erf splits among the
+  // threads (cpu::thread_splits): powers of two and the largest such size tried; one in a quick
+  // calibration.
+  static std::vector<int64_t> handoff_sizes(bool quick) {
+    std::vector<int64_t> sizes;
+    int64_t largest = 0;
+    for (int64_t power = int64_t{1} << 10; power <= (int64_t{1} << 20); power *= 2) {
+      for (const int64_t elements : {power, power - power / 16}) {
+        const std::vector<ThreadSplit> splits =
+            cpu::thread_splits(unary_chain({"Relu", "Erf"}, elements));
+        if (splits[0] != ThreadSplit::kOneThread || splits[1] != ThreadSplit::kOutputRanges)
+          continue;
+        if (elements == power) sizes.push_back(elements);
+        largest = std::max(largest, elements);
+      }
+    }
+    if (largest > 0 && (sizes.empty() || sizes.back() != largest)) sizes.push_back(largest);
+    std::sort(sizes.begin(), sizes.end());
+    if (quick && !sizes.empty()) return {sizes[sizes.size() / 2]};
+    return sizes;
   }
 
   // A view runs no kernel, but the executor still takes a step for it.

@@ -332,6 +332,10 @@ void CostModel::add_device(int device, std::shared_ptr<const CalibrationProfile>
     std::sort(model.product_output_reads.begin(), model.product_output_reads.end(), by_bytes);
     model.product_input_writes = profile->product_input_write_curve;
     std::sort(model.product_input_writes.begin(), model.product_input_writes.end(), by_bytes);
+    model.cross_core_spread = profile->cross_core_spread_curve;
+    std::sort(model.cross_core_spread.begin(), model.cross_core_spread.end(), by_bytes);
+    model.cross_core_gather = profile->cross_core_gather_curve;
+    std::sort(model.cross_core_gather.begin(), model.cross_core_gather.end(), by_bytes);
     for (const auto& [layouts, points] : profile->depthwise_curves) {
       std::vector<WorkCurve::Point> work;
       for (const auto& point : points)
@@ -497,6 +501,37 @@ double CostModel::product_output_bytes_read(const Node& node, const Graph& graph
 
 double CostModel::product_input_bytes_written(const Node& node, const Graph& graph) const {
   return per_node_figure(product_input_bytes_, node, graph, product_input_bytes_by_node);
+}
+
+CostModel::CrossCoreBytes CostModel::cross_core_bytes(const Node& node, const Graph& graph,
+                                                      int device) const {
+  const Backend& backend = backend_of(cluster_.devices[device].backend);
+  const std::optional<size_t> n = index_in(node, graph);
+  if (!backend.thread_splits || !n) return {};
+  const std::lock_guard<std::mutex> lock(cache_mutex_);
+  CrossCores& cached = cross_cores_[{&graph, backend.kind}];
+  if (cached.values != graph.values.size() || cached.nodes != graph.nodes.size() ||
+      cached.by_node.size() != graph.nodes.size()) {
+    const std::vector<ThreadSplit> splits = backend.thread_splits(graph);
+    const Writers writers(graph);
+    cached = {graph.values.size(), graph.nodes.size(),
+              std::vector<CrossCoreBytes>(graph.nodes.size())};
+    for (size_t i = 0; i < graph.nodes.size(); ++i) {
+      const ThreadSplit to = splits[i];
+      if (to == ThreadSplit::kUndeclared) continue;  // declared: its output's shape is static
+      const int64_t elements =
+          numel(graph.values[static_cast<size_t>(graph.nodes[i].outputs[0])].type.shape);
+      for (int in : graph.values_read(graph.nodes[i])) {
+        const int from = writers.producer[writers.memory_of(in)];
+        if (from < 0 || splits[from] == ThreadSplit::kUndeclared || splits[from] == to) continue;
+        const TensorType& type = graph.values[in].type;
+        if (!is_static(type.shape) || numel(type.shape) != elements) continue;
+        (to == ThreadSplit::kOutputRanges ? cached.by_node[i].spread : cached.by_node[i].gather) +=
+            type_bytes(type);
+      }
+    }
+  }
+  return cached.by_node[*n];
 }
 
 ActivationLayout CostModel::activation_layout(const Node& node, const Graph& graph,
@@ -798,6 +833,13 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
   if (!model.product_input_writes.empty()) {
     const double bytes = product_input_bytes_written(node, graph);
     if (bytes > 0) time.memory_seconds += extra_seconds(model.product_input_writes, bytes);
+  }
+  // And a tensor passed between a kernel on one thread and one split among the threads, slower
+  // by what calibration measured for its bytes in that direction.
+  if (!model.cross_core_spread.empty() || !model.cross_core_gather.empty()) {
+    const CrossCoreBytes bytes = cross_core_bytes(node, graph, device);
+    time.memory_seconds += extra_seconds(model.cross_core_spread, bytes.spread) +
+                           extra_seconds(model.cross_core_gather, bytes.gather);
   }
   time.overhead_seconds = figures.launch_overhead.value + reorder_seconds;
   const Figure* overhead_figure = &figures.launch_overhead;

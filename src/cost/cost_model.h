@@ -133,6 +133,9 @@ class CostModel {
     // What the last writer of a matrix product's input pays beyond writing one an elementwise
     // op reads: the profile's points, by ascending bytes.
     std::vector<CalibrationProfile::BandwidthPoint> product_input_writes;
+    // What a tensor costs to pass from a kernel on one thread to one split among the threads
+    // (spread) and back (gather), by its bytes: the profile's points, ascending.
+    std::vector<CalibrationProfile::BandwidthPoint> cross_core_spread, cross_core_gather;
     // Spatial convolutions' (kernels larger than 1x1) times by their GEMM FLOPs, less a Conv's
     // fixed cost; empty where they run on the GEMM curve.
     WorkCurve convolutions;
@@ -150,6 +153,14 @@ class CostModel {
   // Bytes of `node`'s outputs that a matrix product reads (through views), `node` not itself a
   // product or a view; cached by graph; 0 for a node not of `graph`.
   double product_input_bytes_written(const Node& node, const Graph& graph) const;
+  // Bytes of `node`'s same-sized inputs that an op its backend splits among the threads the
+  // other way wrote (ThreadSplit; through views), `node` splitting across them (spread) or
+  // running on one thread (gather); cached by graph and backend; 0 where the backend declares
+  // no splits or for a node not of `graph`.
+  struct CrossCoreBytes {
+    double spread = 0, gather = 0;
+  };
+  CrossCoreBytes cross_core_bytes(const Node& node, const Graph& graph, int device) const;
   // `node`'s figure in `cache`'s entry for `graph`, which `compute` (one figure per node) makes
   // anew when the graph changed since it was made; 0 for a node not of `graph`.
   struct NodeFigures {
@@ -193,6 +204,11 @@ class CostModel {
   mutable std::mutex cache_mutex_;  // guards the caches below
   mutable std::map<const Graph*, WeightBytes> weight_bytes_;
   mutable std::map<std::pair<const Graph*, BackendKind>, Layouts> layouts_;
+  struct CrossCores {
+    size_t values = 0, nodes = 0;  // as WeightBytes
+    std::vector<CrossCoreBytes> by_node;
+  };
+  mutable std::map<std::pair<const Graph*, BackendKind>, CrossCores> cross_cores_;
   mutable std::map<const Graph*, NodeFigures> loop_bytes_;
   mutable std::map<const Graph*, NodeFigures> product_output_bytes_;
   mutable std::map<const Graph*, NodeFigures> product_input_bytes_;

@@ -263,10 +263,15 @@ class ProfileReader {
           std::pair{"reorder_in_curve", &profile.reorder_in_curve},
           std::pair{"reorder_out_curve", &profile.reorder_out_curve},
           std::pair{"product_output_read_curve", &profile.product_output_read_curve},
-          std::pair{"product_input_write_curve", &profile.product_input_write_curve}}) {
-      // An extra time may be zero: the first read, or the write, was no slower at that size.
+          std::pair{"product_input_write_curve", &profile.product_input_write_curve},
+          std::pair{"cross_core_spread_curve", &profile.cross_core_spread_curve},
+          std::pair{"cross_core_gather_curve", &profile.cross_core_gather_curve}}) {
+      // An extra time may be zero: the first read, the write or the hand-off between cores was
+      // no slower at that size.
       const bool positive_seconds = target != &profile.product_output_read_curve &&
-                                    target != &profile.product_input_write_curve;
+                                    target != &profile.product_input_write_curve &&
+                                    target != &profile.cross_core_spread_curve &&
+                                    target != &profile.cross_core_gather_curve;
       if (!root.contains(key)) continue;
       const json& bandwidth = array_at(root, key, key);
       for (size_t i = 0; i < bandwidth.size(); ++i) {
@@ -519,6 +524,10 @@ void write_profile(const std::string& path, const CalibrationProfile& profile) {
     root["product_output_read_curve"] = points_json(profile.product_output_read_curve);
   if (!profile.product_input_write_curve.empty())
     root["product_input_write_curve"] = points_json(profile.product_input_write_curve);
+  if (!profile.cross_core_spread_curve.empty())
+    root["cross_core_spread_curve"] = points_json(profile.cross_core_spread_curve);
+  if (!profile.cross_core_gather_curve.empty())
+    root["cross_core_gather_curve"] = points_json(profile.cross_core_gather_curve);
   if (profile.view_overhead.known()) root["view_overhead"] = figure_json(profile.view_overhead);
   if (profile.subgraph_run_overhead.known()) {
     root["subgraph_run_overhead"] = figure_json(profile.subgraph_run_overhead);

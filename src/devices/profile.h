@@ -75,6 +75,14 @@ struct CalibrationProfile {
   // (on a 2-vCPU Xeon, a Neg of 64x128 floats took 5.2 us between two products, 2.1 before a
   // Neg). Empty in older profiles and on compiled devices.
   std::vector<BandwidthPoint> product_input_write_curve;
+  // What a tensor costs to pass between a kernel that runs on one thread and one that splits
+  // its output in ranges among all the threads (ThreadSplit), by the tensor's bytes
+  // (ascending): the part the other cores read, or wrote, moves between the cores' caches. Each
+  // point is a chain of 4 ops of one split then 4 of the other, less the mean of 8 of each
+  // alone, 0 where it was no slower (on a 2-vCPU Xeon, 128 KiB cost 30 us going from one thread
+  // to both, 9.6 coming back). `spread`: from one thread to all; `gather`: from all to one.
+  // Empty in older profiles, on one thread and on compiled devices.
+  std::vector<BandwidthPoint> cross_core_spread_curve, cross_core_gather_curve;
   std::map<std::string, double> op_seconds;  // op_signature -> median seconds per call
   // Executor costs that are not a kernel's (absent in profiles written before they were
   // measured: then a view costs nothing and a subgraph run only its ops):

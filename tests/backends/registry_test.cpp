@@ -266,5 +266,34 @@ TEST(Registry, EachBackendDeclaresTheCoresItsDevicesKeepBusy) {
             8);
 }
 
+// The CPU backend says how its kernels share work among the threads by the same grains they run
+// with: a cheap elementwise op on one thread below 65,536 elements, a costly one split from
+// 8,192; a library's product and an unknown shape undeclared; the other backends declare none.
+TEST(Registry, CpuDeclaresHowItsKernelsShareWorkAmongThreads) {
+  const Backend& cpu = backend_of(BackendKind::kCpu);
+  ASSERT_NE(cpu.thread_splits, nullptr);
+  const auto split_of = [&](const std::string& op_type, int64_t elements) {
+    const TensorType type{DType::kFloat32, {elements}};
+    return cpu.thread_splits(one_node(op_type, {type}, type).graph).at(0);
+  };
+  EXPECT_EQ(split_of("Relu", 65535), ThreadSplit::kOneThread);
+  EXPECT_EQ(split_of("Relu", 65536), ThreadSplit::kOutputRanges);
+  EXPECT_EQ(split_of("Erf", 8191), ThreadSplit::kOneThread);
+  EXPECT_EQ(split_of("Erf", 8192), ThreadSplit::kOutputRanges);
+  EXPECT_EQ(split_of("Gelu", 8192), ThreadSplit::kOutputRanges);
+  EXPECT_EQ(split_of("Softmax", 8192), ThreadSplit::kOneThread);  // splits past 8,192
+  EXPECT_EQ(split_of("Softmax", 8193), ThreadSplit::kOutputRanges);
+  const TensorType two_d{DType::kFloat32, {512, 512}};
+  EXPECT_EQ(cpu.thread_splits(one_node("Add", {two_d, two_d}, two_d).graph).at(0),
+            ThreadSplit::kOutputRanges);
+  EXPECT_EQ(cpu.thread_splits(one_node("MatMul", {kMatrix, kMatrix}, kMatrix).graph).at(0),
+            ThreadSplit::kUndeclared);
+  const TensorType unknown{DType::kFloat32, {-1, 64}};
+  EXPECT_EQ(cpu.thread_splits(one_node("Relu", {unknown}, unknown).graph).at(0),
+            ThreadSplit::kUndeclared);
+  EXPECT_EQ(backend_of(BackendKind::kPjrt).thread_splits, nullptr);
+  EXPECT_EQ(backend_of(BackendKind::kCuda).thread_splits, nullptr);
+}
+
 }  // namespace
 }  // namespace tandem

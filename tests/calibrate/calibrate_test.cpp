@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "backends/cpu/cpu_device.h"
+#include "backends/cpu/kernel_registry.h"
 #include "calibrate/host.h"
 #include "calibrate/microbench.h"
 #include "calibrate/op_history.h"
@@ -211,6 +212,26 @@ TEST(Calibrate, QuickGivesPlausibleFiguresInSeconds) {
   // And the write of a product's input, the same Neg's output, at the same size.
   ASSERT_EQ(profile.product_input_write_curve.size(), 1u);
   EXPECT_EQ(profile.product_input_write_curve[0].bytes, 4.0 * 128 * 1024);
+  // A tensor handed between one thread and all, both ways, at one size where a Relu runs on one
+  // thread and an Erf splits, as the CPU backend declares them; none on one thread.
+  if (profile.threads >= 2) {
+    ASSERT_EQ(profile.cross_core_spread_curve.size(), 1u);
+    ASSERT_EQ(profile.cross_core_gather_curve.size(), 1u);
+    EXPECT_EQ(profile.cross_core_spread_curve[0].bytes, profile.cross_core_gather_curve[0].bytes);
+    const auto elements = static_cast<int64_t>(profile.cross_core_spread_curve[0].bytes / 4);
+    const TensorType type{DType::kFloat32, {elements}};
+    Node relu, erf;
+    relu.op_type = "Relu";
+    erf.op_type = "Erf";
+    Graph graph;
+    relu.outputs = erf.outputs = {graph.add_value("y", type)};
+    const cpu::KernelRegistry& kernels = cpu::KernelRegistry::instance();
+    EXPECT_EQ(kernels.thread_split(relu, graph), ThreadSplit::kOneThread);
+    EXPECT_EQ(kernels.thread_split(erf, graph), ThreadSplit::kOutputRanges);
+  } else {
+    EXPECT_TRUE(profile.cross_core_spread_curve.empty());
+    EXPECT_TRUE(profile.cross_core_gather_curve.empty());
+  }
   // Depthwise convolutions in all four layouts, each shape once.
   ASSERT_EQ(profile.depthwise_curves.size(), 4u);
   for (const auto& [layouts, points] : profile.depthwise_curves) {

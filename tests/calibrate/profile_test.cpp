@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "ir/error.h"
 
@@ -179,8 +180,9 @@ TEST(Profile, RunCurvePointWithoutRunsIsRejected) {
       "op_run_curves[\"Gather\"][0].runs");
 }
 
-TEST(Profile, ProductReadsAndWritesMayCostNothingExtraButNotLessThanNothing) {
-  for (const std::string curve : {"product_output_read_curve", "product_input_write_curve"}) {
+TEST(Profile, ProductReadsAndWritesAndHandOffsMayCostNothingExtraButNotLessThanNothing) {
+  for (const std::string curve : {"product_output_read_curve", "product_input_write_curve",
+                                  "cross_core_spread_curve", "cross_core_gather_curve"}) {
     const auto with_point = [&](const std::string& seconds) {
       return profile_text_with("\"op_seconds\"",
                                "\"" + curve + "\": [{\"bytes\": 4194304, \"seconds\": " + seconds +
@@ -189,8 +191,12 @@ TEST(Profile, ProductReadsAndWritesMayCostNothingExtraButNotLessThanNothing) {
     const std::string path = temp_path(curve + ".json");
     write_text(path, with_point("0"));
     const CalibrationProfile read = read_profile(path);
-    const auto& points = curve == "product_output_read_curve" ? read.product_output_read_curve
-                                                              : read.product_input_write_curve;
+    const std::map<std::string, const std::vector<CalibrationProfile::BandwidthPoint>*> curves = {
+        {"product_output_read_curve", &read.product_output_read_curve},
+        {"product_input_write_curve", &read.product_input_write_curve},
+        {"cross_core_spread_curve", &read.cross_core_spread_curve},
+        {"cross_core_gather_curve", &read.cross_core_gather_curve}};
+    const auto& points = *curves.at(curve);
     ASSERT_EQ(points.size(), 1u) << curve;
     EXPECT_EQ(points[0].seconds, 0) << curve;
     expect_rejected(with_point("-1e-6"), curve + "[0].seconds");

@@ -549,6 +549,49 @@ TEST(CalibratedCost, TheWriterOfAProductsInputPaysItsMeasuredExtra) {
   EXPECT_NEAR(extra(shared), bytes / 20e9, 1e-15);  // once, however many products read it
 }
 
+TEST(CalibratedCost, ATensorPassedBetweenOneThreadAndAllPaysItsMeasuredHandOff) {
+  CalibrationProfile profile = cache_profile();
+  // 4 us at 64 KiB from one thread to all, 2 us back; each linear in the bytes below.
+  profile.cross_core_spread_curve = {{1 << 16, 4e-6}, {1 << 18, 16e-6}};
+  profile.cross_core_gather_curve = {{1 << 16, 2e-6}, {1 << 18, 8e-6}};
+  const CostModel model(profiled_cluster(), {{kCpu, profile}});
+  const CostModel plain(profiled_cluster(), {{kCpu, cache_profile()}});
+  // 16,384 floats: a Relu runs on one thread, an Erf splits (the CPU backend's declarations).
+  // Relu -> Reshape -> Erf (spread, through a view), Erf -> Relu (gather), Relu -> Relu and
+  // Erf -> Erf (no hand-off), a MatMul's output read by an Erf (undeclared: its own curve), and
+  // an Add of the Relu's output and a broadcast row (only the same-sized input counts).
+  GraphBuilder builder;
+  const int x = builder.input("x", DType::kFloat32, {16, 1024});
+  const int one_thread = builder.node("Relu", {x});
+  const int flat = builder.node(
+      "Reshape", {one_thread, builder.constant("flat", Tensor::from_vector<int64_t>(
+                                                           DType::kInt64, {1}, {16384}))});
+  const int spread = builder.node("Erf", {flat});
+  const int split_again = builder.node("Erf", {spread});
+  const int gathered = builder.node("Relu", {split_again});
+  const int one_again = builder.node("Relu", {gathered});
+  const int product =
+      builder.node("MatMul", {x, builder.constant("w", DType::kFloat32, {1024, 1024})});
+  const int after_product = builder.node("Erf", {product});
+  const int sum =
+      builder.node("Add", {one_thread, builder.constant("row", DType::kFloat32, {1024})});
+  const Graph graph = builder.infer({one_again, after_product, sum});
+  const auto extra = [&](int value) {
+    for (const Node& node : graph.nodes)
+      if (node.outputs[0] == value)
+        return model.op_time(node, graph, kCpu).memory_seconds -
+               plain.op_time(node, graph, kCpu).memory_seconds;
+    throw std::logic_error("no producer");
+  };
+  EXPECT_NEAR(extra(spread), 4e-6, 1e-15);    // 64 KiB, one thread to all
+  EXPECT_NEAR(extra(gathered), 2e-6, 1e-15);  // and back
+  EXPECT_EQ(extra(flat), 0);                  // a view runs no kernel
+  EXPECT_EQ(extra(split_again), 0);
+  EXPECT_EQ(extra(one_again), 0);
+  EXPECT_EQ(extra(after_product), 0);
+  EXPECT_EQ(extra(sum), 0);
+}
+
 TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   CalibrationProfile profile;
   profile.device_name = "cpu: test";
@@ -565,6 +608,8 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   profile.reorder_out_curve = {{1 << 18, 2e-5}, {1 << 20, 5e-5}};
   profile.product_output_read_curve = {{1 << 16, 4e-6}, {1 << 22, 1.7e-4}};
   profile.product_input_write_curve = {{1 << 16, 3e-6}, {1 << 19, 0}};
+  profile.cross_core_spread_curve = {{1 << 15, 8e-6}, {1 << 17, 0}};
+  profile.cross_core_gather_curve = {{1 << 15, 4e-6}};
   const std::string path = ::testing::TempDir() + "/costfix_profile.json";
   write_profile(path, profile);
   const CalibrationProfile read = read_profile(path);
@@ -595,6 +640,11 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   ASSERT_EQ(read.product_input_write_curve.size(), 2u);
   EXPECT_EQ(read.product_input_write_curve[0].seconds, 3e-6);
   EXPECT_EQ(read.product_input_write_curve[1].seconds, 0);
+  ASSERT_EQ(read.cross_core_spread_curve.size(), 2u);
+  EXPECT_EQ(read.cross_core_spread_curve[0].seconds, 8e-6);
+  EXPECT_EQ(read.cross_core_spread_curve[1].seconds, 0);
+  ASSERT_EQ(read.cross_core_gather_curve.size(), 1u);
+  EXPECT_EQ(read.cross_core_gather_curve[0].bytes, 1 << 15);
   // A profile written before these fields existed has none of them.
   CalibrationProfile older;
   older.device_name = "cpu: old";
@@ -611,6 +661,8 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   EXPECT_TRUE(old.reorder_in_curve.empty());
   EXPECT_TRUE(old.product_output_read_curve.empty());
   EXPECT_TRUE(old.product_input_write_curve.empty());
+  EXPECT_TRUE(old.cross_core_spread_curve.empty());
+  EXPECT_TRUE(old.cross_core_gather_curve.empty());
   std::remove(path.c_str());
 }
 

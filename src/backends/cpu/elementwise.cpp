@@ -202,18 +202,21 @@ void where_kernel(const Node&, std::span<const Tensor> inputs, std::span<Tensor>
 }  // namespace
 
 void register_elementwise_kernels(KernelRegistry& registry) {
-  registry.add("Add", &binary_kernel<ew::Add>);
-  registry.add("Sub", &binary_kernel<ew::Sub>);
-  registry.add("Mul", &binary_kernel<ew::Mul>);
-  registry.add("Div", &binary_kernel<ew::Div>);
-  registry.add("Equal", &binary_kernel<ew::Equal>);
-  registry.add("Less", &binary_kernel<ew::Less>);
-  registry.add("LessOrEqual", &binary_kernel<ew::LessOrEqual>);
-  registry.add("Greater", &binary_kernel<ew::Greater>);
-  registry.add("GreaterOrEqual", &binary_kernel<ew::GreaterOrEqual>);
-  registry.add("And", &binary_kernel<ew::And>);
-  registry.add("Or", &binary_kernel<ew::Or>);
-  registry.add("Xor", &binary_kernel<ew::Xor>);
+  // The grains the kernels pass to parallel_ranges. Mod and Pow take another by dtype or
+  // exponent: undeclared.
+  registry.add("Add", &binary_kernel<ew::Add>, Elements::kNumeric, kCheapGrain);
+  registry.add("Sub", &binary_kernel<ew::Sub>, Elements::kNumeric, kCheapGrain);
+  registry.add("Mul", &binary_kernel<ew::Mul>, Elements::kNumeric, kCheapGrain);
+  registry.add("Div", &binary_kernel<ew::Div>, Elements::kNumeric, kCheapGrain);
+  registry.add("Equal", &binary_kernel<ew::Equal>, Elements::kNumeric, kCheapGrain);
+  registry.add("Less", &binary_kernel<ew::Less>, Elements::kNumeric, kCheapGrain);
+  registry.add("LessOrEqual", &binary_kernel<ew::LessOrEqual>, Elements::kNumeric, kCheapGrain);
+  registry.add("Greater", &binary_kernel<ew::Greater>, Elements::kNumeric, kCheapGrain);
+  registry.add("GreaterOrEqual", &binary_kernel<ew::GreaterOrEqual>, Elements::kNumeric,
+               kCheapGrain);
+  registry.add("And", &binary_kernel<ew::And>, Elements::kNumeric, kCheapGrain);
+  registry.add("Or", &binary_kernel<ew::Or>, Elements::kNumeric, kCheapGrain);
+  registry.add("Xor", &binary_kernel<ew::Xor>, Elements::kNumeric, kCheapGrain);
   registry.add("Mod", &mod_kernel);
   registry.add("Pow", &pow_kernel);
   registry.add("PRelu", &prelu_kernel);
@@ -221,7 +224,7 @@ void register_elementwise_kernels(KernelRegistry& registry) {
   registry.add("Min", &variadic_kernel<ew::Min>);
   registry.add("Sum", &variadic_kernel<ew::Add>);
   registry.add("Mean", &variadic_kernel<ew::Add, true>);
-  registry.add("Where", &where_kernel);
+  registry.add("Where", &where_kernel, Elements::kNumeric, kCheapGrain);
   register_elementwise_unary_kernels(registry);
   register_elementwise_cast_kernels(registry);
 }

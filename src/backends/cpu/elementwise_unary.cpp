@@ -290,7 +290,7 @@ std::unique_ptr<Kernel> make_unary(const KernelSpec& spec) {
 
 template <typename Op>
 void add_unary(KernelRegistry& registry, std::string op_type) {
-  registry.add(std::move(op_type), &make_unary<Op>);
+  registry.add(std::move(op_type), &make_unary<Op>, Elements::kNumeric, Op::kGrain);
 }
 
 // The bound in input `index`, or `fallback` when the input is omitted.
@@ -347,11 +347,15 @@ void register_elementwise_unary_kernels(KernelRegistry& registry) {
   add_unary<Celu>(registry, "Celu");
   add_unary<HardSigmoid>(registry, "HardSigmoid");
   add_unary<HardSwish>(registry, "HardSwish");
-  registry.add("Gelu", [](const KernelSpec& spec) {
-    return spec.node.attr_string("approximate", "none") == "tanh" ? make_unary<GeluTanh>(spec)
-                                                                  : make_unary<Gelu>(spec);
-  });
-  registry.add("Clip", &clip_kernel);
+  static_assert(Gelu::kGrain == GeluTanh::kGrain);
+  registry.add(
+      "Gelu",
+      [](const KernelSpec& spec) {
+        return spec.node.attr_string("approximate", "none") == "tanh" ? make_unary<GeluTanh>(spec)
+                                                                      : make_unary<Gelu>(spec);
+      },
+      Elements::kNumeric, Gelu::kGrain);
+  registry.add("Clip", &clip_kernel, Elements::kNumeric, kCheapGrain);
 }
 
 }  // namespace tandem::cpu

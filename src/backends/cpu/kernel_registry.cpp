@@ -68,19 +68,39 @@ std::string KernelRegistry::refusal(const Node& node, const Graph& graph) const 
   return "";
 }
 
-void KernelRegistry::add(std::string op_type, KernelFactory factory, Elements elements) {
-  if (!entries_.emplace(op_type, Entry{std::move(factory), elements}).second) {
+ThreadSplit KernelRegistry::thread_split(const Node& node, const Graph& graph) const {
+  const auto it = node.domain.empty() ? entries_.find(node.op_type) : entries_.end();
+  if (it == entries_.end() || it->second.splits_from <= 0 || node.outputs.empty() ||
+      node.outputs[0] < 0)
+    return ThreadSplit::kUndeclared;
+  const Shape& shape = graph.values[static_cast<size_t>(node.outputs[0])].type.shape;
+  if (!is_static(shape)) return ThreadSplit::kUndeclared;
+  return numel(shape) < it->second.splits_from ? ThreadSplit::kOneThread
+                                               : ThreadSplit::kOutputRanges;
+}
+
+std::vector<ThreadSplit> thread_splits(const Graph& graph) {
+  const KernelRegistry& registry = KernelRegistry::instance();
+  std::vector<ThreadSplit> splits;
+  splits.reserve(graph.nodes.size());
+  for (const Node& node : graph.nodes) splits.push_back(registry.thread_split(node, graph));
+  return splits;
+}
+
+void KernelRegistry::add(std::string op_type, KernelFactory factory, Elements elements,
+                         int64_t splits_from) {
+  if (!entries_.emplace(op_type, Entry{std::move(factory), elements, splits_from}).second) {
     throw std::logic_error("CPU kernel registered twice: " + op_type);
   }
 }
 
-void KernelRegistry::add(std::string op_type, KernelFn fn, Elements elements) {
+void KernelRegistry::add(std::string op_type, KernelFn fn, Elements elements, int64_t splits_from) {
   add(
       std::move(op_type),
       [fn](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
         return std::make_unique<StatelessKernel>(spec.node, fn);
       },
-      elements);
+      elements, splits_from);
 }
 
 }  // namespace tandem::cpu

@@ -4,8 +4,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "backends/device.h"
+#include "backends/thread_split.h"
 
 namespace tandem::cpu {
 
@@ -31,17 +33,29 @@ class KernelRegistry {
   // Why no kernel here runs `node` ("no CPU kernel for Scan", "float16 x: the CPU kernel
   // for Conv takes float32 only"); empty when one does.
   std::string refusal(const Node& node, const Graph& graph) const;
-  void add(std::string op_type, KernelFactory factory, Elements elements = Elements::kNumeric);
+  // How the kernel registered for `node`'s op shares its work among the threads, by its
+  // output's elements; kUndeclared where its registration did not say or the shape is not known.
+  ThreadSplit thread_split(const Node& node, const Graph& graph) const;
+  // `splits_from`: the output elements from which the kernel writes one contiguous range per
+  // thread (reading its same-sized inputs in that order), below which it runs on one thread; 0
+  // where it does not work that way (oneDNN's products split as oneDNN chooses).
+  void add(std::string op_type, KernelFactory factory, Elements elements = Elements::kNumeric,
+           int64_t splits_from = 0);
   // Registers a stateless kernel.
-  void add(std::string op_type, KernelFn fn, Elements elements = Elements::kNumeric);
+  void add(std::string op_type, KernelFn fn, Elements elements = Elements::kNumeric,
+           int64_t splits_from = 0);
 
  private:
   struct Entry {
     KernelFactory factory;
     Elements elements;
+    int64_t splits_from;
   };
   std::map<std::string, Entry, std::less<>> entries_;
 };
+
+// Each node's ThreadSplit on this backend, in node order (Backend::thread_splits).
+std::vector<ThreadSplit> thread_splits(const Graph& graph);
 
 void register_elementwise_kernels(KernelRegistry& registry);
 void register_reduction_kernels(KernelRegistry& registry);

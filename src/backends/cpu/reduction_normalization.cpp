@@ -237,7 +237,8 @@ void run_batch_norm(const Node& node, std::span<const Tensor> inputs, std::span<
 }  // namespace
 
 void register_normalization_kernels(KernelRegistry& registry) {
-  registry.add("LayerNormalization", &run_layer_norm);
+  // Rows in order, split when the elements exceed the threshold.
+  registry.add("LayerNormalization", &run_layer_norm, Elements::kNumeric, kNormParallelWork + 1);
   registry.add("InstanceNormalization", &run_instance_norm);
   registry.add("LpNormalization", &run_lp_norm);
   registry.add("BatchNormalization", &run_batch_norm);

@@ -111,8 +111,9 @@ void run_softmax(const Node& node, std::span<const Tensor> inputs, std::span<Ten
 }  // namespace
 
 void register_softmax_kernels(KernelRegistry& registry) {
-  registry.add("Softmax", &run_softmax<false>);
-  registry.add("LogSoftmax", &run_softmax<true>);
+  // Rows (or tiles of columns) in order, split when the work exceeds the threshold.
+  registry.add("Softmax", &run_softmax<false>, Elements::kNumeric, kSoftmaxParallelWork + 1);
+  registry.add("LogSoftmax", &run_softmax<true>, Elements::kNumeric, kSoftmaxParallelWork + 1);
 }
 
 }  // namespace tandem::cpu::reduction
