@@ -7,7 +7,7 @@ and worst ratio. Also what `calibrate` said about the machine each time (--json'
 `contention`). The target (issue: calibration that survives a busy machine) is every model's
 two predictions within 10% of each other.
 
-  .venv/bin/python bench/busy_calibration.py --tandem build/src/tandem --zoo zoo [--quick]
+  .venv/bin/python bench/busy_calibration.py --tandem build/src/tandem --zoo zoo [--quick] [--pin]
 """
 import argparse
 import json
@@ -21,14 +21,21 @@ import tempfile
 import time
 
 
-def spin(stop):
+def spin(stop, core):
+    if core is not None:
+        os.sched_setaffinity(0, {core})
     while not stop.is_set():
         pass
 
 
-def calibrate(tandem, path, quick, busy_cores):
+def calibrate(tandem, path, quick, busy_cores, pin):
     stop = multiprocessing.Event()
-    spinners = [multiprocessing.Process(target=spin, args=(stop,)) for _ in range(busy_cores)]
+    # With --pin, spinner i keeps to the process's i-th core from the last: the scheduler cannot
+    # give it less of that core by moving it.
+    cores = sorted(os.sched_getaffinity(0))
+    spinners = [multiprocessing.Process(target=spin,
+                                        args=(stop, cores[-1 - i] if pin else None))
+                for i in range(busy_cores)]
     for spinner in spinners:
         spinner.start()
     time.sleep(0.5 if spinners else 0)  # let the spinners take their cores
@@ -70,12 +77,15 @@ def main():
     parser.add_argument("--zoo", required=True)
     parser.add_argument("--quick", action="store_true", help="calibrate --quick (seconds)")
     parser.add_argument("--busy-cores", type=int, default=1)
+    parser.add_argument("--pin", action="store_true",
+                        help="pin each spinning process to a core of its own")
     parser.add_argument("--keep", default="", help="copy the two profiles to this folder")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        quiet, quiet_notes = calibrate(args.tandem, os.path.join(folder, "quiet.json"), args.quick, 0)
+        quiet, quiet_notes = calibrate(args.tandem, os.path.join(folder, "quiet.json"), args.quick, 0,
+                                        False)
         busy, busy_notes = calibrate(args.tandem, os.path.join(folder, "busy.json"), args.quick,
-                                     args.busy_cores)
+                                     args.busy_cores, args.pin)
         if args.keep:
             os.makedirs(args.keep, exist_ok=True)
             for name in ("quiet.json", "busy.json"):

@@ -49,9 +49,10 @@ inline constexpr double kSpeedChangeWarning = 1.1;
 ContentionLog& contention_log();
 
 // The typical time of one run from `samples`: their median when they are not contended; else
-// more runs are taken (`more` called until three times the budget), and the 10th percentile is
-// reported (the runs the other process left alone, which is what a run on a machine of its own
-// takes), the measurement counted in contention_log().
+// more runs are taken (`more` called until three times the budget, then, with short pauses
+// between runs, until five ran at full speed or two seconds passed: a stall can outlast a
+// budget), and the median of the runs at full speed (within kContendedSpread of the fastest) is
+// reported: what a run on a machine of its own takes. Counted in contention_log().
 double typical(std::vector<double> samples, const std::function<double()>& more,
                const Repetition& repetition);
 
@@ -89,8 +90,8 @@ class OpBench {
   // Typical seconds of a whole run through the executor, dispatch included.
   double run_seconds(const Repetition& repetition);
   // Each node's kernel time (the executor's per-node observer), in node order, over whole runs
-  // repeated as `repetition` says: a node's median, or its 10th percentile where another
-  // process contended (typical()'s rule). Empty on a compiled device.
+  // repeated as `repetition` says: a node's median, or where another process contended, its
+  // runs at full speed after more runs, as typical() takes them. Empty on a compiled device.
   std::vector<double> per_node_seconds(const Repetition& repetition);
 
  private:

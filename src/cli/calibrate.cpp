@@ -239,7 +239,7 @@ int calibrate_command(const CalibrateOptions& options) {
   } else if (contention.contended > 0) {
     std::fprintf(stderr,
                  "note: %d of %d measurements varied from run to run (up to %.1fx); their figures "
-                 "are the 10th percentile of more runs, not the median\n",
+                 "are the median of the runs at full speed after more runs, not of all\n",
                  contention.contended, contention.measurements, contention.worst_spread);
   }
   if (contention.remeasured > 0) {

@@ -94,4 +94,28 @@ void release_idle_threads() {
   omp_pause_resource(omp_pause_soft, omp_get_initial_device());
 }
 
+TeamOnDistinctCores::TeamOnDistinctCores() : cores_(affinity_cores()) {
+  if (cores_.size() >= 2 && static_cast<size_t>(cpu_threads()) == cores_.size()) place(true);
+}
+
+TeamOnDistinctCores::~TeamOnDistinctCores() {
+  if (pinned_) place(false);
+}
+
+// Best effort: a thread the kernel refuses to move stays where it was, measured as it runs.
+void TeamOnDistinctCores::place(bool each_its_own) {
+#pragma omp parallel
+  {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (each_its_own) {
+      CPU_SET(cores_[static_cast<size_t>(omp_get_thread_num()) % cores_.size()], &set);
+    } else {
+      for (int core : cores_) CPU_SET(core, &set);
+    }
+    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  }
+  pinned_ = each_its_own;
+}
+
 }  // namespace tandem::cpu

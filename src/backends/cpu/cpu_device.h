@@ -63,4 +63,23 @@ int cpu_threads();
 // must not keep a team of its own beside theirs.
 void release_idle_threads();
 
+// While it lives, each thread of the calling thread's OpenMP team keeps to a core of its own,
+// where the team has one thread per core this process may use; their cores are restored after.
+// Beside a process that spins on one core, the scheduler otherwise kept both threads of a
+// 2-thread team on the other core for up to seconds at a time: each parallel region then waited
+// for a time slice, and calibration's figures came out 100-1000x slow.
+class TeamOnDistinctCores {
+ public:
+  TeamOnDistinctCores();
+  ~TeamOnDistinctCores();
+  TeamOnDistinctCores(const TeamOnDistinctCores&) = delete;
+  TeamOnDistinctCores& operator=(const TeamOnDistinctCores&) = delete;
+  bool pinned() const { return pinned_; }
+
+ private:
+  void place(bool each_its_own);
+  std::vector<int> cores_;
+  bool pinned_ = false;
+};
+
 }  // namespace tandem::cpu
