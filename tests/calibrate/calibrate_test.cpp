@@ -56,6 +56,21 @@ TEST(Calibrate, ContendedSamplesGiveTheRunsLeftAlone) {
   EXPECT_GE(contention_log().worst_spread, 3.0);
 }
 
+// Beside a spinning process every run of a stretch stalled (the scheduler kept a team's threads
+// on one core for seconds): the runs past the budget are waited for, and the figure is the
+// median of those at full speed, not the 10th percentile of a budget's worth of stalls.
+TEST(Calibrate, AStallThatOutlastsTheBudgetIsWaitedOut) {
+  const ContentionLog before = contention_log();
+  int calls = 0;
+  const auto long_stall = [&] { return ++calls <= 100 ? 3.0 : 1.1; };
+  const double typical_time =
+      typical({1.0, 1.0, 3.0, 3.0, 3.0, 3.0, 3.0}, long_stall, Repetition{7, 50, 0.01});
+  EXPECT_GT(calls, 100);  // waited past the budget's 50 runs
+  // Five runs at full speed (1.0, 1.0, 1.1, 1.1, 1.1) end the wait; their median.
+  EXPECT_NEAR(typical_time, 1.1, 1e-12);
+  EXPECT_EQ(contention_log().contended, before.contended + 1);
+}
+
 TEST(Calibrate, OtherProcessesCpuIsWhatTheMachineUsedBeyondOurs) {
   const CpuTimes before = cpu_times();
   ASSERT_TRUE(before.known);  // Linux's /proc
