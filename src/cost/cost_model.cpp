@@ -503,49 +503,59 @@ double CostModel::product_input_bytes_written(const Node& node, const Graph& gra
   return per_node_figure(product_input_bytes_, node, graph, product_input_bytes_by_node);
 }
 
-CostModel::CrossCoreBytes CostModel::cross_core_bytes(const Node& node, const Graph& graph,
-                                                      int device) const {
-  const Backend& backend = backend_of(cluster_.devices[device].backend);
+template <typename Figure, typename Compute>
+Figure CostModel::backend_figure(BackendCache<Figure>& cache, const Node& node, const Graph& graph,
+                                 const Backend& backend, Compute compute) const {
   const std::optional<size_t> n = index_in(node, graph);
-  if (!backend.thread_splits || !n) return {};
+  if (!n) return {};
   const std::lock_guard<std::mutex> lock(cache_mutex_);
-  CrossCores& cached = cross_cores_[{&graph, backend.kind}];
+  BackendFigures<Figure>& cached = cache[{&graph, backend.kind}];
   if (cached.values != graph.values.size() || cached.nodes != graph.nodes.size() ||
-      cached.by_node.size() != graph.nodes.size()) {
-    const std::vector<ThreadSplit> splits = backend.thread_splits(graph);
-    const Writers writers(graph);
-    cached = {graph.values.size(), graph.nodes.size(),
-              std::vector<CrossCoreBytes>(graph.nodes.size())};
-    for (size_t i = 0; i < graph.nodes.size(); ++i) {
-      const ThreadSplit to = splits[i];
-      if (to == ThreadSplit::kUndeclared) continue;  // declared: its output's shape is static
-      const int64_t elements =
-          numel(graph.values[static_cast<size_t>(graph.nodes[i].outputs[0])].type.shape);
-      for (int in : graph.values_read(graph.nodes[i])) {
-        const int from = writers.producer[writers.memory_of(in)];
-        if (from < 0 || splits[from] == ThreadSplit::kUndeclared || splits[from] == to) continue;
-        const TensorType& type = graph.values[in].type;
-        if (!is_static(type.shape) || numel(type.shape) != elements) continue;
-        (to == ThreadSplit::kOutputRanges ? cached.by_node[i].spread : cached.by_node[i].gather) +=
-            type_bytes(type);
-      }
+      cached.by_node.size() != graph.nodes.size())
+    cached = {graph.values.size(), graph.nodes.size(), compute(graph)};
+  return cached.by_node[*n];
+}
+
+namespace {
+
+// Per node of `graph` that `splits` declares: the bytes of its same-sized inputs that a node
+// declared the other way wrote (through views), it splitting (spread) or on one thread (gather).
+std::vector<CrossCoreBytes> cross_core_bytes_by_node(const Graph& graph,
+                                                     const std::vector<ThreadSplit>& splits) {
+  const Writers writers(graph);
+  std::vector<CrossCoreBytes> by_node(graph.nodes.size());
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const ThreadSplit to = splits[i];
+    if (to == ThreadSplit::kUndeclared) continue;  // declared: its output's shape is static
+    const int64_t elements =
+        numel(graph.values[static_cast<size_t>(graph.nodes[i].outputs[0])].type.shape);
+    for (int in : graph.values_read(graph.nodes[i])) {
+      const int from = writers.producer[writers.memory_of(in)];
+      if (from < 0 || splits[from] == ThreadSplit::kUndeclared || splits[from] == to) continue;
+      const TensorType& type = graph.values[in].type;
+      if (!is_static(type.shape) || numel(type.shape) != elements) continue;
+      (to == ThreadSplit::kOutputRanges ? by_node[i].spread : by_node[i].gather) +=
+          type_bytes(type);
     }
   }
-  return cached.by_node[*n];
+  return by_node;
+}
+
+}  // namespace
+
+CrossCoreBytes CostModel::cross_core_bytes(const Node& node, const Graph& graph, int device) const {
+  const Backend& backend = backend_of(cluster_.devices[device].backend);
+  if (!backend.thread_splits) return {};
+  return backend_figure(cross_cores_, node, graph, backend, [&](const Graph& g) {
+    return cross_core_bytes_by_node(g, backend.thread_splits(g));
+  });
 }
 
 ActivationLayout CostModel::activation_layout(const Node& node, const Graph& graph,
                                               int device) const {
   const Backend& backend = backend_of(cluster_.devices[device].backend);
-  const std::optional<size_t> n = index_in(node, graph);
-  if (!backend.activation_layouts || !n) return {};
-  const std::lock_guard<std::mutex> lock(cache_mutex_);
-  Layouts& cached = layouts_[{&graph, backend.kind}];
-  if (cached.values != graph.values.size() || cached.nodes != graph.nodes.size() ||
-      cached.by_node.size() != graph.nodes.size()) {
-    cached = {graph.values.size(), graph.nodes.size(), backend.activation_layouts(graph)};
-  }
-  return cached.by_node[*n];
+  if (!backend.activation_layouts) return {};
+  return backend_figure(layouts_, node, graph, backend, backend.activation_layouts);
 }
 
 OpTime CostModel::op_time(const Node& node, const Graph& graph, int device) const {

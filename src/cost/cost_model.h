@@ -50,6 +50,14 @@ struct CostOptions {
   bool tf32 = false;
 };
 
+struct Backend;
+
+// Bytes a node reads that another core wrote: from an op on one thread into one split across
+// the threads (spread), or back (gather).
+struct CrossCoreBytes {
+  double spread = 0, gather = 0;
+};
+
 // The time of ops and transfers on a cluster's devices and links (docs/COST_MODEL.md).
 class CostModel {
  public:
@@ -157,9 +165,6 @@ class CostModel {
   // other way wrote (ThreadSplit; through views), `node` splitting across them (spread) or
   // running on one thread (gather); cached by graph and backend; 0 where the backend declares
   // no splits or for a node not of `graph`.
-  struct CrossCoreBytes {
-    double spread = 0, gather = 0;
-  };
   CrossCoreBytes cross_core_bytes(const Node& node, const Graph& graph, int device) const;
   // `node`'s figure in `cache`'s entry for `graph`, which `compute` (one figure per node) makes
   // anew when the graph changed since it was made; 0 for a node not of `graph`.
@@ -197,18 +202,25 @@ class CostModel {
     size_t values = 0, nodes = 0;  // the graph's size when counted, to notice a new graph
     double bytes = 0;
   };
-  struct Layouts {
+  // One figure per node of a graph, as a backend declares or prices it, cached by graph and
+  // backend.
+  template <typename Figure>
+  struct BackendFigures {
     size_t values = 0, nodes = 0;  // as WeightBytes
-    std::vector<ActivationLayout> by_node;
+    std::vector<Figure> by_node;
   };
+  template <typename Figure>
+  using BackendCache = std::map<std::pair<const Graph*, BackendKind>, BackendFigures<Figure>>;
+  // `node`'s figure in `cache`, which `compute` (the graph's figures for the backend) makes anew
+  // when the graph changed since it was made; Figure{} for a node not of `graph`. Takes
+  // cache_mutex_.
+  template <typename Figure, typename Compute>
+  Figure backend_figure(BackendCache<Figure>& cache, const Node& node, const Graph& graph,
+                        const Backend& backend, Compute compute) const;
   mutable std::mutex cache_mutex_;  // guards the caches below
   mutable std::map<const Graph*, WeightBytes> weight_bytes_;
-  mutable std::map<std::pair<const Graph*, BackendKind>, Layouts> layouts_;
-  struct CrossCores {
-    size_t values = 0, nodes = 0;  // as WeightBytes
-    std::vector<CrossCoreBytes> by_node;
-  };
-  mutable std::map<std::pair<const Graph*, BackendKind>, CrossCores> cross_cores_;
+  mutable BackendCache<ActivationLayout> layouts_;
+  mutable BackendCache<CrossCoreBytes> cross_cores_;
   mutable std::map<const Graph*, NodeFigures> loop_bytes_;
   mutable std::map<const Graph*, NodeFigures> product_output_bytes_;
   mutable std::map<const Graph*, NodeFigures> product_input_bytes_;

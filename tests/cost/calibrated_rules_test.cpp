@@ -507,6 +507,15 @@ TEST(CalibratedCost, TheFirstReaderOfAProductsOutputPaysItsMeasuredExtra) {
   EXPECT_EQ(first_read_of(sixteen_mib), 0);
 }
 
+// The memory time `model` gives the node that writes `value` beyond what `plain` gives it.
+double memory_extra(const CostModel& model, const CostModel& plain, const Graph& graph, int value) {
+  for (const Node& node : graph.nodes)
+    if (node.outputs[0] == value)
+      return model.op_time(node, graph, kCpu).memory_seconds -
+             plain.op_time(node, graph, kCpu).memory_seconds;
+  throw std::logic_error("no producer");
+}
+
 TEST(CalibratedCost, TheWriterOfAProductsInputPaysItsMeasuredExtra) {
   CalibrationProfile profile = cache_profile();
   // 20 GB/s of extra time up to 1 MiB, none from 8 MiB.
@@ -533,13 +542,7 @@ TEST(CalibratedCost, TheWriterOfAProductsInputPaysItsMeasuredExtra) {
   const int right =
       builder.node("MatMul", {shared, builder.constant("r", DType::kFloat32, {1024, 16})});
   const Graph graph = builder.infer({last, again, left, right});
-  const auto extra = [&](int value) {
-    for (const Node& node : graph.nodes)
-      if (node.outputs[0] == value)
-        return model.op_time(node, graph, kCpu).memory_seconds -
-               plain.op_time(node, graph, kCpu).memory_seconds;
-    throw std::logic_error("no producer");
-  };
+  const auto extra = [&](int value) { return memory_extra(model, plain, graph, value); };
   const double bytes = 4.0 * 128 * 1024;
   EXPECT_NEAR(extra(read_by_product), bytes / 20e9, 1e-15);
   EXPECT_EQ(extra(flat), 0);  // a view writes nothing
@@ -576,13 +579,7 @@ TEST(CalibratedCost, ATensorPassedBetweenOneThreadAndAllPaysItsMeasuredHandOff) 
   const int sum =
       builder.node("Add", {one_thread, builder.constant("row", DType::kFloat32, {1024})});
   const Graph graph = builder.infer({one_again, after_product, sum});
-  const auto extra = [&](int value) {
-    for (const Node& node : graph.nodes)
-      if (node.outputs[0] == value)
-        return model.op_time(node, graph, kCpu).memory_seconds -
-               plain.op_time(node, graph, kCpu).memory_seconds;
-    throw std::logic_error("no producer");
-  };
+  const auto extra = [&](int value) { return memory_extra(model, plain, graph, value); };
   EXPECT_NEAR(extra(spread), 4e-6, 1e-15);    // 64 KiB, one thread to all
   EXPECT_NEAR(extra(gathered), 2e-6, 1e-15);  // and back
   EXPECT_EQ(extra(flat), 0);                  // a view runs no kernel
