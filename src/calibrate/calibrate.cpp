@@ -743,11 +743,12 @@ class Suite {
       OpBench bench(device_, product_then_reads(m, kDepth, kWidth));
       OpBench before_product(device_, product_reads_a_neg(m, kDepth, kWidth));
       const double bytes = 4.0 * static_cast<double>(m * kWidth);
-      // The first Neg's kernel time, after a product and before a Neg (the write's baseline).
+      // The first Neg's kernel time, after a product and before a Neg (the write's baseline):
+      // its fastest over the read's timings, as a stall only ever slows a run.
       double first_read = 0;
       const std::optional<double> read = plausible_extra(bytes, [&] {
         const std::vector<double> kernels = bench.per_node_seconds(repetition);
-        first_read = kernels.at(1);
+        first_read = first_read > 0 ? std::min(first_read, kernels.at(1)) : kernels.at(1);
         return kernels.at(1) - kernels.at(2);
       });
       const std::string read_name = "first read of a product's output " + joined({m, kWidth});
@@ -786,7 +787,9 @@ class Suite {
   // them: each point, 4 of one kind then 4 of the other, less the mean of 8 of each, whole runs
   // (the cost lands on whichever op next writes the lines the other core holds).
   void cross_core_handoffs() {
-    if (!chooses_layouts_ || cpu::cpu_threads() < 2) return;  // one thread hands nothing off
+    // The CPU backend's device (the one whose kernels choose layouts) is the one that splits
+    // by size; on one thread it hands nothing off.
+    if (!chooses_layouts_ || cpu::cpu_threads() < 2) return;
     const Repetition repetition = options_.quick ? repetition_ : Repetition{7, 500, 0.1};
     const auto run_seconds = [&](const std::vector<std::string>& kinds, int64_t elements) {
       OpBench bench(device_, unary_chain(kinds, elements));

@@ -256,30 +256,30 @@ class ProfileReader {
       profile.gemm_curve.push_back(point);
     }
 
-    for (const auto& [key, target] :
-         {std::pair{"bandwidth_curve", &profile.bandwidth_curve},
-          std::pair{"weight_curve", &profile.weight_curve},
-          std::pair{"conv_weight_curve", &profile.conv_weight_curve},
-          std::pair{"reorder_in_curve", &profile.reorder_in_curve},
-          std::pair{"reorder_out_curve", &profile.reorder_out_curve},
-          std::pair{"product_output_read_curve", &profile.product_output_read_curve},
-          std::pair{"product_input_write_curve", &profile.product_input_write_curve},
-          std::pair{"cross_core_spread_curve", &profile.cross_core_spread_curve},
-          std::pair{"cross_core_gather_curve", &profile.cross_core_gather_curve}}) {
-      // An extra time may be zero: the first read, the write or the hand-off between cores was
-      // no slower at that size.
-      const bool positive_seconds = target != &profile.product_output_read_curve &&
-                                    target != &profile.product_input_write_curve &&
-                                    target != &profile.cross_core_spread_curve &&
-                                    target != &profile.cross_core_gather_curve;
+    // Extra-time curves (`extra`) may hold zeros: the first read, the write or the hand-off
+    // between cores was no slower at that size.
+    struct Curve {
+      const char* key;
+      std::vector<CalibrationProfile::BandwidthPoint>* target;
+      bool extra;
+    };
+    for (const auto& [key, target, extra] :
+         {Curve{"bandwidth_curve", &profile.bandwidth_curve, false},
+          Curve{"weight_curve", &profile.weight_curve, false},
+          Curve{"conv_weight_curve", &profile.conv_weight_curve, false},
+          Curve{"reorder_in_curve", &profile.reorder_in_curve, false},
+          Curve{"reorder_out_curve", &profile.reorder_out_curve, false},
+          Curve{"product_output_read_curve", &profile.product_output_read_curve, true},
+          Curve{"product_input_write_curve", &profile.product_input_write_curve, true},
+          Curve{"cross_core_spread_curve", &profile.cross_core_spread_curve, true},
+          Curve{"cross_core_gather_curve", &profile.cross_core_gather_curve, true}}) {
       if (!root.contains(key)) continue;
       const json& bandwidth = array_at(root, key, key);
       for (size_t i = 0; i < bandwidth.size(); ++i) {
         const std::string field = std::string(key) + "[" + std::to_string(i) + "]";
         if (!bandwidth[i].is_object()) fail(field, "expected an object");
-        target->push_back(
-            {number_at(bandwidth[i], "bytes", field + ".bytes", true),
-             number_at(bandwidth[i], "seconds", field + ".seconds", positive_seconds)});
+        target->push_back({number_at(bandwidth[i], "bytes", field + ".bytes", true),
+                           number_at(bandwidth[i], "seconds", field + ".seconds", !extra)});
       }
     }
 

@@ -95,16 +95,20 @@ void release_idle_threads() {
 }
 
 TeamOnDistinctCores::TeamOnDistinctCores() : cores_(affinity_cores()) {
-  if (cores_.size() >= 2 && static_cast<size_t>(cpu_threads()) == cores_.size()) place(true);
+  if (cores_.size() < 2 || static_cast<size_t>(cpu_threads()) != cores_.size()) return;
+  placed_ = true;
+  pinned_ = place(true);
 }
 
 TeamOnDistinctCores::~TeamOnDistinctCores() {
-  if (pinned_) place(false);
+  if (placed_) place(false);
 }
 
-// Best effort: a thread the kernel refuses to move stays where it was, measured as it runs.
-void TeamOnDistinctCores::place(bool each_its_own) {
-#pragma omp parallel
+// Whether every thread moved: one the kernel refuses to move stays where it was, and the team
+// is measured as it runs.
+bool TeamOnDistinctCores::place(bool each_its_own) {
+  bool moved = true;
+#pragma omp parallel reduction(&& : moved)
   {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -113,9 +117,9 @@ void TeamOnDistinctCores::place(bool each_its_own) {
     } else {
       for (int core : cores_) CPU_SET(core, &set);
     }
-    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+    moved = pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
   }
-  pinned_ = each_its_own;
+  return moved;
 }
 
 }  // namespace tandem::cpu

@@ -74,11 +74,13 @@ class TeamOnDistinctCores {
   ~TeamOnDistinctCores();
   TeamOnDistinctCores(const TeamOnDistinctCores&) = delete;
   TeamOnDistinctCores& operator=(const TeamOnDistinctCores&) = delete;
+  // Whether every thread of the team now keeps to a core of its own.
   bool pinned() const { return pinned_; }
 
  private:
-  void place(bool each_its_own);
+  bool place(bool each_its_own);
   std::vector<int> cores_;
+  bool placed_ = false;  // tried: the destructor puts the team back
   bool pinned_ = false;
 };
 
