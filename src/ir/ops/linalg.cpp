@@ -114,6 +114,8 @@ std::vector<InferredOutput> infer_gemm(const InferContext& ctx) {
 OpCost gemm_cost(const Node& node, std::span<const TensorType> inputs,
                  std::span<const TensorType> outputs) {
   OpCost cost = default_cost(node, inputs, outputs);
+  // A node inference refused (no output, A not a matrix) has no product to count.
+  if (inputs.empty() || outputs.empty() || inputs[0].shape.size() != 2) return cost;
   const Shape& a = inputs[0].shape;
   const int64_t k = a[node.attr_int("transA", 0) == 0 ? 1 : 0];
   cost.flops = 2 * known_product(outputs[0].shape) * (k > 0 ? static_cast<double>(k) : 1.0);
