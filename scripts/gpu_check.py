@@ -17,13 +17,16 @@ order of what a short lease should bring back first:
      per model, TANDEM_CUDA_SYNC=1 so that a fault names its node);
   7. every zoo model run on the GPU alone, measured against predicted from the calibrated
      profile (--expect checks its outputs too);
-  8. the example gpu-cpu.yaml cluster as it stands (gpu0 priced by the H200 profile it names,
+  8. every zoo model on the GPU alone traced node by node, launched and waited for (node_timelines:
+     timelines.tar.gz, with the graphs, their large initializers emptied, to price them elsewhere);
+  9. the example gpu-cpu.yaml cluster as it stands (gpu0 priced by the H200 profile it names,
      cpu0 by its preset), greedy and auto, measured against predicted;
-  9. one plan over the native CUDA device, the same GPU through the CUDA PJRT plugin and the
+  10. one plan over the native CUDA device, the same GPU through the CUDA PJRT plugin and the
      CPU: a data-parallel batch over all three, outputs equal to the CPU alone.
 
 The whole pass keeps to $GPU_CHECK_BUDGET seconds (default 540): each step's commands get what
-is left, and a step that runs out is reported as such. Each step's result goes in a summary
+is left, and a step that runs out is reported as such; GPU_CHECK_SKIP names steps (functions) to
+leave out, comma-separated. Each step's result goes in a summary
 table printed last; with OUT set, $OUT gets gpu-check.json (rewritten after every step),
 gpu-profile.yaml, predictions.json and logs.tar.gz (every command's output). A step that fails
 is reported and the next one runs. Exit status 0 when every step passed.
@@ -318,6 +321,42 @@ def predictions() -> None:
                    for r in rows))
 
 
+def node_timelines() -> None:
+    """Each zoo model's nodes as they ran on gpu0 alone, twice: as a run launches them (each span
+    the host's time to launch the node) and with TANDEM_CUDA_SYNC=1 (each span the launch, the
+    kernel and the wait for it), as traces; and the models' graphs with their large initializers
+    emptied, so that the runs can be priced node by node again off this machine."""
+    if not os.path.exists(PROFILE):
+        step("zoo on gpu0 alone, node by node", False, "no GPU profile (calibrate failed)")
+        return
+    import onnx
+    folder = tempfile.mkdtemp(prefix="gpu-check-timelines-")
+    os.makedirs(os.path.join(folder, "models"), exist_ok=True)
+    cluster = os.path.join(LOGS, "gpu-calibrated.yaml")
+    done = 0
+    for model in manifest_models():
+        path, inputs, _ = zoo_files(model)
+        stem = model.replace("/", "-")
+        for mode, extra in (("async", {}), ("sync", {"TANDEM_CUDA_SYNC": "1"})):
+            result = run([TANDEM, "run", path, *inputs, "--cluster", cluster, "--strategy", "single:gpu0",
+                          "--warmup", "3", "--iterations", "10", "--trace",
+                          os.path.join(folder, f"{stem}-{mode}.trace.json"), "--json"], timeout=120,
+                         env=dict(ENV, **extra), log=f"timeline-{mode}-{stem}")
+            with open(os.path.join(folder, f"{stem}-{mode}.json"), "w") as f:
+                f.write(result.stdout)
+        graph = onnx.load(path)
+        for tensor in graph.graph.initializer:
+            if len(tensor.raw_data) > 4096:  # the dims and type stay; the values are put back at random
+                tensor.ClearField("raw_data")
+                tensor.doc_string = "emptied"
+        onnx.save(graph, os.path.join(folder, "models", stem + ".onnx"))
+        done += 1
+    with tarfile.open(os.path.join(OUT or LOGS, "timelines.tar.gz"), "w:gz") as tar:
+        tar.add(folder, arcname="timelines")
+    step("zoo on gpu0 alone, node by node", done == len(manifest_models()),
+         f"{done} of {len(manifest_models())} models traced launched and waited for")
+
+
 def hybrid() -> None:
     cluster = os.path.join(REPO, "examples", "clusters", "gpu-cpu.yaml")
     rows, ok = [], True
@@ -388,7 +427,11 @@ def main() -> int:
         print("the carried binary does not start here: nothing else can run", file=sys.stderr)
     else:
         start_zoo()
-        for fn in (gemm, wait_zoo, calibrate, device_tests, zoo_on_cuda, predictions, hybrid, three_backends):
+        skipped = os.environ.get("GPU_CHECK_SKIP", "").split(",")
+        for fn in (gemm, wait_zoo, calibrate, device_tests, zoo_on_cuda, predictions, node_timelines, hybrid,
+                   three_backends):
+            if fn.__name__ in skipped:
+                continue
             try:
                 fn()
             except OutOfTime as error:
