@@ -154,6 +154,7 @@ std::vector<Tensor> GraphExecutor::run(std::span<const Tensor> inputs,
   if (observer_) finish();
   for (size_t s = 0; s < steps_.size(); ++s) {
     Step& step = *steps_[s];
+    current_step_ = s;
     const auto start = std::chrono::steady_clock::now();
     run_step(step, env);
     if (observer_) {

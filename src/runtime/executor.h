@@ -38,6 +38,9 @@ class GraphExecutor {
   // With an observer, each node's time is its execution: a device with asynchronous work is
   // waited for before and after every node.
   void set_observer(NodeObserver observer) { observer_ = std::move(observer); }
+  // The index of the step (node) the current or last run is at or ended in: names the op a
+  // failure came from without waiting for the device after every node.
+  size_t current_step() const { return current_step_; }
   // Waits until the device has finished the work of the runs so far (for timing).
   void finish();
   const MemoryPlan& memory_plan() const { return plan_; }
@@ -73,6 +76,7 @@ class GraphExecutor {
   Tensor arena_;                   // bytes, in the device's memory
   std::vector<Tensor> constants_;  // value id -> the constant in the device's memory
   NodeObserver observer_;
+  size_t current_step_ = 0;
   std::unique_ptr<GraphProgram> program_;  // compiled devices only
   // Two runs' outputs: the caller holds one run's while the next run writes its own.
   RecycledHostMemory output_memory_{2 * graph_.outputs.size()};

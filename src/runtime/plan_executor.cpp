@@ -29,7 +29,6 @@ struct CompiledSegment {
   SegmentGraph graph;
   std::unique_ptr<GraphExecutor> executor;  // null for another rank's device
   std::vector<int> inputs, outputs;
-  int nodes_done = 0;  // in the current run of it: names the op that failed
   struct OpTime {
     const Node* node;
     Clock::time_point begin, end;
@@ -371,15 +370,6 @@ void PlanExecutor::build_segments() {
       }
       compiled->executor =
           std::make_unique<GraphExecutor>(compiled->graph.graph, *devices_[segment.device]);
-      CompiledSegment* raw = compiled.get();
-      compiled->executor->set_observer(
-          [this, raw](const Node& node, std::chrono::nanoseconds elapsed) {
-            ++raw->nodes_done;
-            if (!recording_.ops) return;
-            const Clock::time_point end = Clock::now();
-            raw->op_times.push_back(
-                {&node, end - std::chrono::duration_cast<Clock::duration>(elapsed), end});
-          });
       segment.compiled[g] = std::move(compiled);
     }
   }
@@ -569,6 +559,23 @@ std::vector<Transport::Receive> PlanExecutor::receives(RunState& state) {
 void PlanExecutor::set_recording(Recording recording) {
   std::lock_guard run_lock(run_mutex_);
   recording_ = recording;
+  // An observer makes the executor wait for the device around every node (so that each op's
+  // span is its execution): only while ops are recorded, never in a run that is only timed.
+  for (const auto& segment : segments_) {
+    for (const auto& compiled : segment->compiled) {
+      if (!compiled || !compiled->executor) continue;
+      CompiledSegment* raw = compiled.get();
+      if (!recording.ops) {
+        raw->executor->set_observer(nullptr);
+        continue;
+      }
+      raw->executor->set_observer([raw](const Node& node, std::chrono::nanoseconds elapsed) {
+        const Clock::time_point end = Clock::now();
+        raw->op_times.push_back(
+            {&node, end - std::chrono::duration_cast<Clock::duration>(elapsed), end});
+      });
+    }
+  }
   timeline_ = Timeline{};
   runs_recorded_ = 0;
 }
@@ -769,7 +776,8 @@ void PlanExecutor::compute_worker(RunState& state, int device,
     if (current) {
       const Segment& segment = *segments_[current->segment];
       const CompiledSegment& compiled = *segment.compiled[piece_graph_[current->piece]];
-      const size_t failed = std::min<size_t>(compiled.nodes_done, segment.nodes.size() - 1);
+      const size_t failed =
+          std::min<size_t>(compiled.executor->current_step(), segment.nodes.size() - 1);
       where += ": segment " + std::to_string(segment.index);
       if (piece_sizes_.size() > 1 && plan_.batch_share.empty())
         where += " (micro-batch " + std::to_string(current->piece) + ")";
@@ -801,7 +809,6 @@ void PlanExecutor::run_job(RunState& state, const Job& job) {
       if (--state.reads_left[job.piece][device][v] == 0) env.erase(v);
     }
   }
-  compiled.nodes_done = 0;
   compiled.op_times.clear();
   const int started = segments_started_[device]++;
   for (const Fault& fault : options_.faults) {

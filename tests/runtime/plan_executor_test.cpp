@@ -348,6 +348,28 @@ TEST(PlanExecutor, EveryCopyWaitsForItsProducersEvent) {
   }
 }
 
+// A device with asynchronous work is waited for around every node only while ops are recorded:
+// a run that is only timed lets the device's queue run ahead of the host (on a GPU, each wait
+// cost the launch and the kernel in series).
+TEST(PlanExecutor, WaitsForTheDeviceAfterEachNodeOnlyWhileOpsAreRecorded) {
+  FaultCase c;
+  EventLog log;
+  EventLoggingDevice first("cpu0", log), second("cpu1", log);
+  PlanExecutor executor(c.model.graph, c.plan, {&first, &second});
+  const std::vector<Tensor> inputs = random_inputs(c.model.graph);
+  const auto events_of_a_run = [&] {
+    const int before = log.next_id;
+    executor.run(inputs);
+    return log.next_id - before;
+  };
+  const int timed = events_of_a_run();
+  executor.set_recording({.every_run = true, .ops = true});
+  const int recorded = events_of_a_run();
+  EXPECT_GE(recorded, timed + static_cast<int>(c.model.graph.nodes.size()));
+  executor.set_recording({});
+  EXPECT_EQ(events_of_a_run(), timed);
+}
+
 // The measured trace with every run recorded: each iteration after the previous on one clock,
 // its spans carrying its index, and inside each segment its ops, named, each node once per run.
 TEST(PlanExecutor, TimelineHoldsEveryRecordedIterationWithOpsInsideSegments) {
