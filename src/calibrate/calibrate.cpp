@@ -175,6 +175,9 @@ class Suite {
       vector_throughput();
       return;
     }
+    // An accelerator's node timed alone waits for the device: that wait is measured first, so
+    // that every kernel time below leaves it out.
+    if (accelerator()) dispatch_overhead();
     gemm_curve();
     // oneDNN's convolutions run the CPU's GEMM kernels (and a lone one's time includes reorders
     // priced apart): recorded alone. Another eager backend's (cuDNN's) are a curve of their own.
@@ -183,7 +186,7 @@ class Suite {
     else
       convolution_curve();
     bandwidth_curve();
-    dispatch_overhead();  // before the rates below, which exclude it
+    if (!accelerator()) dispatch_overhead();  // before the rates below, which exclude it
     weight_curve();
     conv_weight_curve();
     depthwise_curves();
@@ -197,6 +200,8 @@ class Suite {
     run_curves();
   }
 
+  bool accelerator() const { return profile_.kind != DeviceKind::kCpu; }
+
   Figure measured(double value, const std::string& method) const {
     return calibrate::measured(value, options_, method);
   }
@@ -207,9 +212,14 @@ class Suite {
   // When that fixed cost is most of the run, the difference is noise: no kernel time (nullopt),
   // and the benchmark is recorded but left out of the curves and peaks.
   std::optional<double> kernel_seconds(OpBench& bench) {
-    const double run = bench.node_seconds(repetition_);
+    const double run = without_wait(bench.node_seconds(repetition_));
     if (program_extra_ > 0 && run - program_extra_ < 0.5 * run) return std::nullopt;
     return run - program_extra_;
+  }
+  // A node's time alone less what an eager accelerator's node costs beyond its kernel; a
+  // kernel near the size of that wait keeps a twentieth of its time rather than none.
+  double without_wait(double seconds) const {
+    return node_wait_ > 0 ? std::max(seconds - node_wait_, 0.05 * seconds) : seconds;
   }
   static constexpr const char* kSwamped =
       "whole program run: its fixed cost is most of it, so this size is left out of the curve";
@@ -250,7 +260,7 @@ class Suite {
         // parts of it from the core that wrote it (a 64x128x128 product took 9.6 us on an input
         // left in their caches, 15.6 written by a Neg, 13.7-15.3 written by a product).
         OpBench bench(device_, product_after_neg(block.m, block.k, block.n));
-        block_seconds = bench.per_node_seconds(repetition_).at(1);
+        block_seconds = without_wait(bench.per_node_seconds(repetition_).at(1));
       }
       const double seconds = *block_seconds * static_cast<double>(blocks.count());
       profile_.gemm_curve.push_back({shape.m, shape.n, shape.k, seconds});
@@ -363,8 +373,11 @@ class Suite {
   // dispatch overhead) go to `vector_op_rates`, which the cost model uses for their types.
   void vector_throughput() {
     // 64 KiB per tensor: in cache. A compiled device's program costs tens of microseconds
-    // whatever it does, so its tiles are 16 times larger (1 MiB: in the last-level cache).
-    const int64_t rows = device_.compiled() ? 1024 : 64, columns = 256;
+    // whatever it does, so its tiles are 16 times larger (1 MiB: in the last-level cache). An
+    // accelerator's kernel over 64 KiB is its launch and the wait for it (a LayerNorm of 16K
+    // floats took 18 us on an H200, "7 GFLOP/s", which priced bert's 2x128x384 at 2.2x its
+    // measured time): its tiles are 16 MiB, still in an H200's 60 MB L2.
+    const int64_t rows = accelerator() ? 16384 : device_.compiled() ? 1024 : 64, columns = 256;
     const TensorType tile{DType::kFloat32, {rows, columns}};
     const TensorType row{DType::kFloat32, {columns}};
     struct Candidate {
@@ -382,7 +395,8 @@ class Suite {
     for (const char* op : {"Tanh", "Erf", "Sigmoid", "Exp", "Gelu"}) {
       candidates.push_back({op, single_op_graph(op, {{tile}}), false});
     }
-    const double dispatch = profile_.figures.launch_overhead.value;
+    // An accelerator's kernel times have left their launch out already (without_wait).
+    const double dispatch = accelerator() ? 0.0 : profile_.figures.launch_overhead.value;
     double best_rate = 0;
     std::string best_op;
     for (Candidate& candidate : candidates) {
@@ -449,10 +463,11 @@ class Suite {
       std::vector<double> work, seconds;
       for (const auto& bench : kind_benches) {
         work.push_back(count(bench->graph().nodes.front(), bench->graph()));
-        seconds.push_back(bench->node_seconds(repetition_));
+        seconds.push_back(without_wait(bench->node_seconds(repetition_)));
       }
-      settle_curve(work, seconds,
-                   [&](size_t i) { return kind_benches[i]->node_seconds(repetition_); });
+      settle_curve(work, seconds, [&](size_t i) {
+        return without_wait(kind_benches[i]->node_seconds(repetition_));
+      });
       for (size_t i = 0; i < kind_benches.size(); ++i) {
         keep(op_type, work[i], seconds[i]);
         record(op_type + " of " + std::to_string(static_cast<int64_t>(work[i])) + " " + unit,
@@ -474,6 +489,19 @@ class Suite {
                                median_note();
     record("dispatch per op", seconds, "s", method);
     profile_.figures.launch_overhead = measured(seconds, method);
+    if (accelerator()) {
+      // Each of these nodes timed alone took its launch and the wait for the device (12.9 us
+      // on an H200, against 6.8 per op in a stream): the mean of those is the wait.
+      const std::vector<double> alone = bench.per_node_seconds(repetition_);
+      if (!alone.empty()) {
+        node_wait_ =
+            std::accumulate(alone.begin(), alone.end(), 0.0) / static_cast<double>(alone.size());
+        record("node wait", node_wait_, "s",
+               "the mean time of the chain's nodes each timed alone to the end of its kernel, "
+               "left out of every kernel time below, " +
+                   median_note());
+      }
+    }
     // Each kind's own cost: a node's kernel time plus the executor's step (a run's time per op
     // less the kernels' mean), the median over the nodes of that kind in two mixes. A oneDNN
     // primitive's entry costs microseconds where an elementwise loop's costs a fraction of one.
@@ -497,8 +525,11 @@ class Suite {
   // the view step).
   void add_node_costs(OpBench& bench, double seconds_per_op,
                       std::map<std::string, std::vector<double>>& costs) {
-    const std::vector<double> kernels = bench.per_node_seconds(repetition_);
+    std::vector<double> kernels = bench.per_node_seconds(repetition_);
     if (kernels.empty()) return;
+    // On an accelerator a kind's cost in a stream is the stream's per-op time, more or less by
+    // how much longer than the mix's mean its node took alone.
+    for (double& kernel : kernels) kernel = without_wait(kernel);
     double kernel_sum = 0;
     for (double kernel : kernels) kernel_sum += kernel;
     const double step =
@@ -547,7 +578,11 @@ class Suite {
   // dispatch per op.
   double chain_kernel_seconds(OpBench& bench, int ops) {
     const std::vector<double> kernels = bench.per_node_seconds(repetition_);
-    if (!kernels.empty()) return std::accumulate(kernels.begin(), kernels.end(), 0.0);
+    if (!kernels.empty()) {
+      double sum = 0;
+      for (double kernel : kernels) sum += without_wait(kernel);
+      return sum;
+    }
     return bench.run_seconds(repetition_) - program_extra_ -
            profile_.figures.launch_overhead.value * ops;
   }
@@ -891,6 +926,9 @@ class Suite {
   // channels-last chains, conv_layout.h); other backends keep the ONNX layout.
   const bool chooses_layouts_;
   double program_extra_ = 0;  // compiled devices: a program's fixed cost beyond one op's
+  // An eager accelerator: what a node timed alone costs beyond its kernel (its launch, and the
+  // host's wait for the device to finish it), which a stream of ops never waits for.
+  double node_wait_ = 0;
 };
 
 }  // namespace

@@ -861,7 +861,12 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
     }
   }
   const double work = std::max(time.compute_seconds, time.memory_seconds);
-  time.seconds = work + time.overhead_seconds;
+  // An eager accelerator runs a node's kernel while the host launches the next ones: a node
+  // takes the longer of its launch and its kernel, not both (a compiled device's program
+  // steps are priced apart).
+  const bool overlapped =
+      cluster_.devices[device].kind != DeviceKind::kCpu && !figures.step_overhead.known();
+  time.seconds = overlapped ? std::max(work, time.overhead_seconds) : work + time.overhead_seconds;
   if (time.overhead_seconds >= work) {
     time.bound = Bound::kOverhead;
     time.source = overhead_figure
