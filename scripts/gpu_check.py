@@ -17,11 +17,12 @@ order of what a short lease should bring back first:
      per model, TANDEM_CUDA_SYNC=1 so that a fault names its node);
   7. every zoo model run on the GPU alone, measured against predicted from the calibrated
      profile (--expect checks its outputs too);
-  8. every zoo model on the GPU alone traced node by node, launched and waited for (node_timelines:
+  8. torchvision's ResNet-18 and MobileNetV3-small in torch eager, beside the CUDA backend's runs;
+  9. every zoo model on the GPU alone traced node by node, each node waited for (node_timelines:
      timelines.tar.gz, with the graphs, their large initializers emptied, to price them elsewhere);
-  9. the example gpu-cpu.yaml cluster as it stands (gpu0 priced by the H200 profile it names,
-     cpu0 by its preset), greedy and auto, measured against predicted;
-  10. one plan over the native CUDA device, the same GPU through the CUDA PJRT plugin and the
+  10. the example gpu-cpu.yaml cluster (gpu0 priced by this pass's calibration, cpu0 by its
+     preset), greedy and auto, measured against predicted;
+  11. one plan over the native CUDA device, the same GPU through the CUDA PJRT plugin and the
      CPU: a data-parallel batch over all three, outputs equal to the CPU alone.
 
 The whole pass keeps to $GPU_CHECK_BUDGET seconds (default 540): each step's commands get what
@@ -322,10 +323,10 @@ def predictions() -> None:
 
 
 def node_timelines() -> None:
-    """Each zoo model's nodes as they ran on gpu0 alone, twice: as a run launches them (each span
-    the host's time to launch the node) and with TANDEM_CUDA_SYNC=1 (each span the launch, the
-    kernel and the wait for it), as traces; and the models' graphs with their large initializers
-    emptied, so that the runs can be priced node by node again off this machine."""
+    """Each zoo model's nodes as they ran on gpu0 alone, as traces: a traced run waits for the
+    device after every node, so each span is the node's launch, its kernels and the wait; and the
+    models' graphs with their large initializers emptied, so that the runs can be priced node by
+    node again off this machine."""
     if not os.path.exists(PROFILE):
         step("zoo on gpu0 alone, node by node", False, "no GPU profile (calibrate failed)")
         return
@@ -337,28 +338,63 @@ def node_timelines() -> None:
     for model in manifest_models():
         path, inputs, _ = zoo_files(model)
         stem = model.replace("/", "-")
-        for mode, extra in (("async", {}), ("sync", {"TANDEM_CUDA_SYNC": "1"})):
-            result = run([TANDEM, "run", path, *inputs, "--cluster", cluster, "--strategy", "single:gpu0",
-                          "--warmup", "3", "--iterations", "10", "--trace",
-                          os.path.join(folder, f"{stem}-{mode}.trace.json"), "--json"], timeout=120,
-                         env=dict(ENV, **extra), log=f"timeline-{mode}-{stem}")
-            with open(os.path.join(folder, f"{stem}-{mode}.json"), "w") as f:
-                f.write(result.stdout)
+        result = run([TANDEM, "run", path, *inputs, "--cluster", cluster, "--strategy", "single:gpu0",
+                      "--warmup", "3", "--iterations", "10", "--trace",
+                      os.path.join(folder, f"{stem}.trace.json"), "--json"], timeout=120,
+                     log=f"timeline-{stem}")
+        with open(os.path.join(folder, f"{stem}.json"), "w") as f:
+            f.write(result.stdout)
         graph = onnx.load(path)
         for tensor in graph.graph.initializer:
             if len(tensor.raw_data) > 4096:  # the dims and type stay; the values are put back at random
                 tensor.ClearField("raw_data")
                 tensor.doc_string = "emptied"
         onnx.save(graph, os.path.join(folder, "models", stem + ".onnx"))
-        done += 1
+        done += result.returncode == 0
     with tarfile.open(os.path.join(OUT or LOGS, "timelines.tar.gz"), "w:gz") as tar:
         tar.add(folder, arcname="timelines")
     step("zoo on gpu0 alone, node by node", done == len(manifest_models()),
-         f"{done} of {len(manifest_models())} models traced launched and waited for")
+         f"{done} of {len(manifest_models())} models traced, each node waited for")
+
+
+def torch_eager() -> None:
+    """torchvision's ResNet-18 and MobileNetV3-small in torch eager on this GPU (fp32 without
+    TF32, as Tandem runs them; batch 1, 224x224; median of 50 after 10 warm-ups), beside the
+    CUDA backend's medians from the predictions step."""
+    import torch
+    import torchvision
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    ours = {r["model"]: r.get("measured_ms") for r in PREDICTIONS if r["strategy"] == "single:gpu0"}
+    rows = []
+    for name, make in (("resnet18", torchvision.models.resnet18),
+                       ("mobilenet_v3_small", torchvision.models.mobilenet_v3_small)):
+        model = make().eval().cuda()
+        x = torch.randn(1, 3, 224, 224, device="cuda")
+        times = []
+        with torch.no_grad():
+            for i in range(60):
+                start = time.perf_counter()
+                model(x)
+                torch.cuda.synchronize()
+                if i >= 10:
+                    times.append(time.perf_counter() - start)
+        eager = sorted(times)[len(times) // 2] * 1e3
+        tandem = ours.get("real/" + name)
+        rows.append(f"{name}: torch eager {eager:.3f} ms, Tandem "
+                    + (f"{tandem:.3f} ms ({tandem / eager:.2f}x)" if tandem else "not measured"))
+    step("torch eager beside the CUDA backend", True, "; ".join(rows))
 
 
 def hybrid() -> None:
+    """The example gpu-cpu.yaml with gpu0 priced by this pass's calibration (the profile the
+    example names came from such a pass; this one is what it would be replaced by)."""
     cluster = os.path.join(REPO, "examples", "clusters", "gpu-cpu.yaml")
+    if os.path.exists(PROFILE):
+        text = open(cluster).read().replace("../profiles/nvidia-h200-cuda.json", PROFILE)
+        cluster = os.path.join(LOGS, "gpu-cpu-calibrated.yaml")
+        with open(cluster, "w") as f:
+            f.write(text)
     rows, ok = [], True
     for model in ("real/resnet18", "real/bert_fold", "real/ssdlite320"):
         for strategy in ("greedy", "auto"):
@@ -428,8 +464,8 @@ def main() -> int:
     else:
         start_zoo()
         skipped = os.environ.get("GPU_CHECK_SKIP", "").split(",")
-        for fn in (gemm, wait_zoo, calibrate, device_tests, zoo_on_cuda, predictions, node_timelines, hybrid,
-                   three_backends):
+        for fn in (gemm, wait_zoo, calibrate, device_tests, zoo_on_cuda, predictions, torch_eager, node_timelines,
+                   hybrid, three_backends):
             if fn.__name__ in skipped:
                 continue
             try:
