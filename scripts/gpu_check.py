@@ -10,19 +10,21 @@ order of what a short lease should bring back first:
   2. the zoo (both tiers) is generated here with this machine's torch and ONNX Runtime, in the
      background while the GEMMs run;
   3. GEMM TFLOP/s in bf16, fp16, tf32 and fp32 against the device's peak (data/presets);
-  4. tandem calibrate --backend cuda writes the GPU's profile, once the zoo's generation has
+  4. bench/cuda_op_stream.py: a node of each kind (convolutions as models hold them, products,
+     elementwise ops) as a run streams it and waited for, per node (op-stream.json);
+  5. tandem calibrate --backend cuda writes the GPU's profile, once the zoo's generation has
      left the cores (beside it, calibration warned of 4.9 busy cores of 16);
-  5. cuda_tests' device tests (all but the zoo's; one checks every zoo node is accepted);
-  6. every zoo model on the native CUDA backend against ONNX Runtime (cuda_tests, one process
+  6. cuda_tests' device tests (all but the zoo's; one checks every zoo node is accepted);
+  7. every zoo model on the native CUDA backend against ONNX Runtime (cuda_tests, one process
      per model, TANDEM_CUDA_SYNC=1 so that a fault names its node);
-  7. every zoo model run on the GPU alone, measured against predicted from the calibrated
+  8. every zoo model run on the GPU alone, measured against predicted from the calibrated
      profile (--expect checks its outputs too);
-  8. torchvision's ResNet-18 and MobileNetV3-small in torch eager, beside the CUDA backend's runs;
-  9. every zoo model on the GPU alone traced node by node, each node waited for (node_timelines:
+  9. torchvision's ResNet-18 and MobileNetV3-small in torch eager, beside the CUDA backend's runs;
+  10. every zoo model on the GPU alone traced node by node, each node waited for (node_timelines:
      timelines.tar.gz, with the graphs, their large initializers emptied, to price them elsewhere);
-  10. the example gpu-cpu.yaml cluster (gpu0 priced by this pass's calibration, cpu0 by its
+  11. the example gpu-cpu.yaml cluster (gpu0 priced by this pass's calibration, cpu0 by its
      preset), greedy and auto, measured against predicted;
-  11. one plan over the native CUDA device, the same GPU through the CUDA PJRT plugin and the
+  12. one plan over the native CUDA device, the same GPU through the CUDA PJRT plugin and the
      CPU: a data-parallel batch over all three, outputs equal to the CPU alone.
 
 The whole pass keeps to $GPU_CHECK_BUDGET seconds (default 540): each step's commands get what
@@ -213,6 +215,15 @@ def gemm() -> None:
         share = f" = {100 * figure['tflops'] / peak:.0f}% of {peak:g}" if peak else ""
         rows.append(f"{precision} {figure['tflops']:.1f} TFLOP/s{share}")
     step("GEMM 8192^3 through the MatMul kernel", ok, "; ".join(rows))
+
+
+def op_stream() -> None:
+    """bench/cuda_op_stream.py: a node of each kind as a run streams it and waited for."""
+    table = os.path.join(OUT or LOGS, "op-stream.json")
+    result = run([sys.executable, os.path.join(REPO, "bench", "cuda_op_stream.py"), "--tandem", TANDEM,
+                  "--json", table], timeout=240, log="op-stream")
+    step("a node of each kind, streamed and waited for", result.returncode == 0,
+         f"exit {result.returncode}", result.stdout.strip() + "\n" + tail(result.stderr, 5))
 
 
 PROFILE = os.path.join(OUT or LOGS, "gpu-profile.yaml")
@@ -462,10 +473,11 @@ def main() -> int:
     if not check_binary():
         print("the carried binary does not start here: nothing else can run", file=sys.stderr)
     else:
-        start_zoo()
         skipped = os.environ.get("GPU_CHECK_SKIP", "").split(",")
-        for fn in (gemm, wait_zoo, calibrate, device_tests, zoo_on_cuda, predictions, torch_eager, node_timelines,
-                   hybrid, three_backends):
+        if "wait_zoo" not in skipped:
+            start_zoo()
+        for fn in (gemm, wait_zoo, op_stream, calibrate, device_tests, zoo_on_cuda, predictions, torch_eager,
+                   node_timelines, hybrid, three_backends):
             if fn.__name__ in skipped:
                 continue
             try:
