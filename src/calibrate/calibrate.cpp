@@ -841,9 +841,9 @@ class Suite {
       // is the baseline, so that a stall would have to catch every one of them to lower a point.
       double alone = std::numeric_limits<double>::infinity();
       const auto baseline = [&] {
-        alone = std::min(alone,
-                         0.5 * (run_seconds(joined_kinds(four("Relu"), four("Relu")), elements) +
-                                run_seconds(joined_kinds(four("Erf"), four("Erf")), elements)));
+        alone =
+            std::min(alone, 0.5 * (run_seconds(joined_kinds(four("Relu"), four("Relu")), elements) +
+                                   run_seconds(joined_kinds(four("Erf"), four("Erf")), elements)));
         return alone;
       };
       baseline();
@@ -1013,6 +1013,7 @@ CalibrationProfile calibrate_cpu(const CalibrationOptions& options) {
   cpu::CpuDevice device;
   {
     const cpu::TeamOnDistinctCores team;
+    if (team.tried()) contention_log().team_on_distinct_cores = team.pinned();
     measure_kernels(device, options, profile);
   }
 

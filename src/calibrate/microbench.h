@@ -2,6 +2,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "backends/device.h"
@@ -35,6 +36,9 @@ struct ContentionLog {
   // measured in between were measured at different speeds.
   double speed_change = 1;
   int remeasured = 0;  // curve points measured again, out of order with their neighbours
+  // Whether the kernels' threads each kept to a core of their own while measured: unset where
+  // that was not tried (one thread, or not one thread per core), false where a move was refused.
+  std::optional<bool> team_on_distinct_cores;
 };
 // More work never takes less time. Where, by `sizes`, a point of a curve takes longer than the
 // next larger one, both are measured again (`measure_again(i)`, seconds) and each keeps the

@@ -113,7 +113,11 @@ nlohmann::json to_json(const CalibrationProfile& profile, const std::string& pat
             {"contended", quietness.contention.contended},
             {"unsettled", quietness.contention.unsettled},
             {"speed_change", quietness.contention.speed_change},
-            {"remeasured", quietness.contention.remeasured}}}};
+            {"remeasured", quietness.contention.remeasured},
+            {"team_on_distinct_cores",
+             quietness.contention.team_on_distinct_cores
+                 ? nlohmann::json(*quietness.contention.team_on_distinct_cores)
+                 : nlohmann::json(nullptr)}}}};
 }
 
 // The models to time, loaded and fused as `tandem run` runs them; loaded before any
@@ -241,6 +245,12 @@ int calibrate_command(const CalibrateOptions& options) {
                  "note: %d of %d measurements varied from run to run (up to %.1fx); their figures "
                  "are the median of the runs at full speed after more runs, not of all\n",
                  contention.contended, contention.measurements, contention.worst_spread);
+  }
+  if (contention.team_on_distinct_cores == false) {
+    std::fprintf(stderr,
+                 "note: the kernels' threads could not each be kept to a core of their own (the "
+                 "system refused to move one): they were measured where the scheduler put them, "
+                 "and beside a busy process their figures may be slow\n");
   }
   if (contention.remeasured > 0) {
     std::fprintf(stderr,

@@ -35,6 +35,7 @@ TEST(CpuTeam, OnDistinctCoresWhileItLivesAndBackAfter) {
   cpu::set_cpu_threads(static_cast<int>(all.size()));
   {
     const cpu::TeamOnDistinctCores team;
+    EXPECT_TRUE(team.tried());
     ASSERT_TRUE(team.pinned());
     std::set<int> used;
     for (const std::vector<int>& cores : team_cores()) {
@@ -48,6 +49,7 @@ TEST(CpuTeam, OnDistinctCoresWhileItLivesAndBackAfter) {
   cpu::set_cpu_threads(1);
   {
     const cpu::TeamOnDistinctCores team;
+    EXPECT_FALSE(team.tried());
     EXPECT_FALSE(team.pinned());
   }
   cpu::set_cpu_threads(static_cast<int>(all.size()));

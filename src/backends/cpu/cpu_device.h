@@ -74,6 +74,8 @@ class TeamOnDistinctCores {
   ~TeamOnDistinctCores();
   TeamOnDistinctCores(const TeamOnDistinctCores&) = delete;
   TeamOnDistinctCores& operator=(const TeamOnDistinctCores&) = delete;
+  // Whether the team has one thread per core, so that placing it was tried.
+  bool tried() const { return placed_; }
   // Whether every thread of the team now keeps to a core of its own.
   bool pinned() const { return pinned_; }
 
