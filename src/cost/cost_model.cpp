@@ -529,8 +529,12 @@ std::vector<CrossCoreBytes> cross_core_bytes_by_node(const Graph& graph,
     if (to == ThreadSplit::kUndeclared) continue;  // declared: its output's shape is static
     const int64_t elements =
         numel(graph.values[static_cast<size_t>(graph.nodes[i].outputs[0])].type.shape);
+    std::vector<int> counted;  // memories: a tensor read twice (Mul(x, x)) moves once
     for (int in : graph.values_read(graph.nodes[i])) {
-      const int from = writers.producer[writers.memory_of(in)];
+      const int memory = writers.memory_of(in);
+      if (std::find(counted.begin(), counted.end(), memory) != counted.end()) continue;
+      counted.push_back(memory);
+      const int from = writers.producer[memory];
       if (from < 0 || splits[from] == ThreadSplit::kUndeclared || splits[from] == to) continue;
       const TensorType& type = graph.values[in].type;
       if (!is_static(type.shape) || numel(type.shape) != elements) continue;

@@ -578,7 +578,8 @@ TEST(CalibratedCost, ATensorPassedBetweenOneThreadAndAllPaysItsMeasuredHandOff) 
   const int after_product = builder.node("Erf", {product});
   const int sum =
       builder.node("Add", {one_thread, builder.constant("row", DType::kFloat32, {1024})});
-  const Graph graph = builder.infer({one_again, after_product, sum});
+  const int squared = builder.node("Mul", {split_again, split_again});  // one tensor, read twice
+  const Graph graph = builder.infer({one_again, after_product, sum, squared});
   const auto extra = [&](int value) { return memory_extra(model, plain, graph, value); };
   EXPECT_NEAR(extra(spread), 4e-6, 1e-15);    // 64 KiB, one thread to all
   EXPECT_NEAR(extra(gathered), 2e-6, 1e-15);  // and back
@@ -587,6 +588,7 @@ TEST(CalibratedCost, ATensorPassedBetweenOneThreadAndAllPaysItsMeasuredHandOff) 
   EXPECT_EQ(extra(one_again), 0);
   EXPECT_EQ(extra(after_product), 0);
   EXPECT_EQ(extra(sum), 0);
+  EXPECT_NEAR(extra(squared), 2e-6, 1e-15);  // moved back once, however often it is read
 }
 
 TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
