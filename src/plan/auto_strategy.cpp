@@ -9,6 +9,7 @@
 // the model.
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "plan/chain_placement.h"
 #include "plan/evaluate.h"
@@ -254,6 +255,14 @@ std::optional<Plan> chain_plan(const PlanningProblem& problem) {
   return plan;
 }
 
+// How many devices the plan runs on (a data-parallel plan's by its shares).
+size_t devices_used(const Plan& plan) {
+  std::set<int> used(plan.device_of_node.begin(), plan.device_of_node.end());
+  for (size_t d = 0; d < plan.batch_share.size(); ++d)
+    if (plan.batch_share[d] > 0) used.insert(static_cast<int>(d));
+  return used.size();
+}
+
 class AutoStrategy : public Strategy {
  public:
   std::string name() const override { return "auto"; }
@@ -291,6 +300,21 @@ class AutoStrategy : public Strategy {
     Plan refined = LocalSearch(problem, best).run();
     if (objective_score(problem, refined) < best_score)
       reason += "; local search improved it to " + objective_text(problem, refined);
+    // A split is taken only where it beats the best one-device plan by more than the margin.
+    const auto single = std::find_if(candidates.begin(), candidates.end(),
+                                     [](const Plan& plan) { return devices_used(plan) == 1; });
+    const double margin = problem.options().split_margin;
+    if (devices_used(refined) > 1 && single != candidates.end() &&
+        objective_score(problem, refined) * (1 + margin) >= objective_score(problem, *single)) {
+      Plan kept = *single;
+      kept.strategy = "auto";
+      kept.chosen = single->strategy;
+      kept.reason = "best predicted " + figure + " on one device (" + single->strategy + " " +
+                    objective_text(problem, *single) + "): the best split (" + chosen + " " +
+                    objective_text(problem, refined) + ") wins by less than the " +
+                    std::to_string(std::lround(margin * 100)) + "% a split must win by";
+      return kept;
+    }
     refined.strategy = "auto";
     refined.chosen = std::move(chosen);
     refined.reason = std::move(reason);

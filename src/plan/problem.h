@@ -44,6 +44,14 @@ struct PlanOptions {
   // may join its device's latest segment of its phase wherever that keeps the segment convex.
   // Empty: one phase.
   std::vector<int> node_phase;
+  // auto takes a plan over several devices only where it is predicted better than the best
+  // one-device plan by more than this share, and a plan on the devices as given over the
+  // machine as one device likewise (whole_machine.h): a split has more for the prediction to
+  // miss (its transfers, its devices' sharing of a host). On the 2-vCPU VM, calibrations minutes
+  // apart priced one model 11-13% apart, and splits predicted 0-6% faster than the whole
+  // machine measured 6-57% slower; on an H200 beside its host's CPU, HEFT splits predicted 1.5%
+  // and 3% faster than the GPU alone measured 52% and 8% slower (docs/BENCHMARKS.md).
+  double split_margin = 0.10;
 };
 
 inline constexpr double kInfinity = std::numeric_limits<double>::infinity();

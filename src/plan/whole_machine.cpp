@@ -27,13 +27,6 @@ std::string options_refusal(const PlanOptions& options, const Cluster& view) {
   return "";
 }
 
-// A plan on the devices as given is taken over the machine as one device only where it is
-// predicted better by more than this share. On the 2-vCPU VM (2026-12-04), calibrations minutes
-// apart priced one model 11-13% apart, and a split's latency is its slowest worker's, which
-// either core's slow phase sets: one core's plans predicted 0-6% faster than the whole machine
-// measured 6-57% slower.
-constexpr double kGivenMargin = 0.10;
-
 }  // namespace
 
 std::optional<PlannedCluster> compare_whole_machine(const PlanningProblem& given,
@@ -65,7 +58,7 @@ std::optional<PlannedCluster> compare_whole_machine(const PlanningProblem& given
   const double given_score = objective_score(given, plan);
   const double whole_score = whole_plan ? objective_score(*whole.problem, *whole_plan) : kInfinity;
   // No plan there, or none that meets the objective (a cost's latency limit): the given stands.
-  if (whole_score >= kInfinity || given_score * (1 + kGivenMargin) < whole_score) {
+  if (whole_score >= kInfinity || given_score * (1 + given.options().split_margin) < whole_score) {
     plan.reason += whole_plan ? "; against " + whole_text
                               : not_compared + "no plan fits " + merged_names(view);
     return std::nullopt;
@@ -75,7 +68,8 @@ std::optional<PlannedCluster> compare_whole_machine(const PlanningProblem& given
       "predicted " + whole_text + ", against " + objective_text(given, plan) + " (" +
       (plan.chosen.empty() ? plan.strategy : plan.chosen) + " on the devices as given" +
       (within_margin ? ", better by less than the " +
-                           std::to_string(std::lround(kGivenMargin * 100)) + "% they must win by"
+                           std::to_string(std::lround(given.options().split_margin * 100)) +
+                           "% they must win by"
                      : "") +
       "); " + whole_plan->reason;
   plan = std::move(*whole_plan);

@@ -21,7 +21,7 @@ struct PlannedCluster {
 
 // After `auto` made `plan` for `given`: plans `auto` on the cluster's whole-machine view with the
 // same graph and options, and compares the two on the objective. Unless `plan` is better by more
-// than a margin (10%: the spread of calibrations minutes apart), returns the view's problem and
+// than PlanOptions::split_margin, returns the view's problem and
 // replaces `plan` with its plan; else returns nullopt and `plan` stands. Either way the plan's
 // reason says what it was compared with, or why the view was not compared (its hosts cannot merge,
 // ops are pinned to or exclude a device it merges).

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <random>
+#include <set>
 
 #include "plan/evaluate.h"
 #include "plan/strategies.h"
@@ -18,6 +19,9 @@ using Successors = std::vector<std::vector<std::pair<int, double>>>;
 // auto on 8-node DAGs stays within this factor of the best placement in index order (measured
 // worst over these 20 seeds: 1.12, printed by SmallDagsWithinFactorOfExhaustive).
 constexpr double kDagFactor = 1.15;
+
+// The search itself, against exhaustive search: no margin a split must win by.
+const PlanOptions kSearchOnly{.split_margin = 0};
 
 std::vector<std::vector<double>> random_seconds(int nodes, int devices, std::mt19937_64& random) {
   std::vector<std::vector<double>> seconds(nodes, std::vector<double>(devices));
@@ -50,8 +54,9 @@ TEST(Auto, EqualsExhaustiveOnChains) {
     Successors successors(nodes);
     for (int n = 0; n + 1 < nodes; ++n)
       successors[n] = {{n + 1, 1e5 * static_cast<double>(1 + random() % 100)}};
-    const TestProblem problem =
-        make_problem(flat_cluster(3, 1e9, 1e-5), random_seconds(nodes, 3, random), successors);
+    const TestProblem problem = make_problem(flat_cluster(3, 1e9, 1e-5),
+                                             random_seconds(nodes, 3, random), successors, {}, {},
+                                             kSearchOnly);
     const std::optional<Plan> plan = make_auto_strategy()->plan(*problem);
     ASSERT_TRUE(plan.has_value());
     const double optimum = exhaustive_latency(*problem);
@@ -74,8 +79,9 @@ TEST(Auto, SmallDagsWithinFactorOfExhaustive) {
           edges.push_back({n, 1e5 * static_cast<double>(1 + random() % 100)});
       }
     }
-    const TestProblem problem =
-        make_problem(flat_cluster(3, 1e9, 1e-5), random_seconds(nodes, 3, random), successors);
+    const TestProblem problem = make_problem(flat_cluster(3, 1e9, 1e-5),
+                                             random_seconds(nodes, 3, random), successors, {}, {},
+                                             kSearchOnly);
     const std::optional<Plan> plan = make_auto_strategy()->plan(*problem);
     ASSERT_TRUE(plan.has_value());
     const double ratio = plan->predicted.latency_seconds / exhaustive_latency(*problem);
@@ -134,6 +140,35 @@ TEST(Auto, SaysWhichCandidateItChoseAndWhy) {
   EXPECT_NE(plan->reason.find("feasible candidates (" + plan->chosen + " "), std::string::npos)
       << plan->reason;
   EXPECT_NE(plan->reason.find("; next "), std::string::npos) << plan->reason;
+}
+
+// A split is taken over the best one-device plan only where it wins by more than the margin:
+// node 0 is faster on device 0, node 1 on device 1, and the transfer between them decides.
+TEST(Auto, TakesASplitOnlyWhereItWinsByMoreThanTheMargin) {
+  const std::vector<std::vector<double>> seconds = {{1, 1.9}, {1.9, 1}};  // 2.9 s on either
+  for (const auto& [latency, split_wins] : {std::pair{0.4, false}, std::pair{0.3, true}}) {
+    const TestProblem problem =
+        make_problem(flat_cluster(2, 1e9, latency), seconds, {{{1, 1e3}}, {}}, {0, 0});
+    const std::optional<Plan> plan = make_auto_strategy()->plan(*problem);
+    ASSERT_TRUE(plan.has_value());
+    std::set<int> used(plan->device_of_node.begin(), plan->device_of_node.end());
+    EXPECT_EQ(used.size(), split_wins ? 2u : 1u) << "transfer latency " << latency;
+    if (split_wins) continue;
+    // 2.8 s split (two hops of 0.4 s) against 2.9 alone: 3.6% better, under the 10% margin.
+    EXPECT_NEAR(plan->predicted.latency_seconds, 2.9, 1e-6);
+    EXPECT_EQ(plan->chosen.rfind("single:", 0), 0u) << plan->chosen;
+    EXPECT_NE(plan->reason.find("wins by less than the 10% a split must win by"),
+              std::string::npos)
+        << plan->reason;
+    // Without the margin the same problem takes the split.
+    PlanOptions options;
+    options.split_margin = 0;
+    const TestProblem bare =
+        make_problem(flat_cluster(2, 1e9, latency), seconds, {{{1, 1e3}}, {}}, {0, 0}, {}, options);
+    const std::optional<Plan> split = make_auto_strategy()->plan(*bare);
+    ASSERT_TRUE(split.has_value());
+    EXPECT_NEAR(split->predicted.latency_seconds, 2.8, 1e-3);
+  }
 }
 
 TEST(Auto, RespectsMemory) {
