@@ -54,9 +54,9 @@ TEST(Auto, EqualsExhaustiveOnChains) {
     Successors successors(nodes);
     for (int n = 0; n + 1 < nodes; ++n)
       successors[n] = {{n + 1, 1e5 * static_cast<double>(1 + random() % 100)}};
-    const TestProblem problem = make_problem(flat_cluster(3, 1e9, 1e-5),
-                                             random_seconds(nodes, 3, random), successors, {}, {},
-                                             kSearchOnly);
+    const TestProblem problem =
+        make_problem(flat_cluster(3, 1e9, 1e-5), random_seconds(nodes, 3, random), successors, {},
+                     {}, kSearchOnly);
     const std::optional<Plan> plan = make_auto_strategy()->plan(*problem);
     ASSERT_TRUE(plan.has_value());
     const double optimum = exhaustive_latency(*problem);
@@ -79,9 +79,9 @@ TEST(Auto, SmallDagsWithinFactorOfExhaustive) {
           edges.push_back({n, 1e5 * static_cast<double>(1 + random() % 100)});
       }
     }
-    const TestProblem problem = make_problem(flat_cluster(3, 1e9, 1e-5),
-                                             random_seconds(nodes, 3, random), successors, {}, {},
-                                             kSearchOnly);
+    const TestProblem problem =
+        make_problem(flat_cluster(3, 1e9, 1e-5), random_seconds(nodes, 3, random), successors, {},
+                     {}, kSearchOnly);
     const std::optional<Plan> plan = make_auto_strategy()->plan(*problem);
     ASSERT_TRUE(plan.has_value());
     const double ratio = plan->predicted.latency_seconds / exhaustive_latency(*problem);
@@ -157,8 +157,7 @@ TEST(Auto, TakesASplitOnlyWhereItWinsByMoreThanTheMargin) {
     // 2.8 s split (two hops of 0.4 s) against 2.9 alone: 3.6% better, under the 10% margin.
     EXPECT_NEAR(plan->predicted.latency_seconds, 2.9, 1e-6);
     EXPECT_EQ(plan->chosen.rfind("single:", 0), 0u) << plan->chosen;
-    EXPECT_NE(plan->reason.find("wins by less than the 10% a split must win by"),
-              std::string::npos)
+    EXPECT_NE(plan->reason.find("wins by less than the 10% a split must win by"), std::string::npos)
         << plan->reason;
     // Without the margin the same problem takes the split.
     PlanOptions options;
