@@ -233,6 +233,17 @@ void calibrate_from_run(const ClusterRun& run, const PlanningProblem& planned) {
                    spec.id.c_str(), ran->second.size());
       continue;
     }
+    // A recorded run waits for an eager accelerator after every node, so that each op's span is
+    // its execution: launch, kernel and wait in series, where a run streams them (on an H200,
+    // 12 us of wait per node against 6 of launch). Such times would price its nodes at twice
+    // what a run pays.
+    if (spec.kind != DeviceKind::kCpu && backend_of(spec.backend).eager) {
+      std::fprintf(stderr,
+                   "calibrated: %s's %zu op times were each waited for (a recorded run waits "
+                   "after every node on an accelerator), not what a run pays; not kept\n",
+                   spec.id.c_str(), ran->second.size());
+      continue;
+    }
     calibrate::OpHistory& history = by_profile[spec.profile];
     for (const auto& [node, per_run] : ran->second) {
       std::vector<double> seconds;
