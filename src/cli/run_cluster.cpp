@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "backends/registry.h"
 #include "calibrate/op_history.h"
@@ -195,6 +196,28 @@ void check_foldable(const RunOptions& options, const Plan& plan) {
                          "run with --microbatches 1 and a strategy that does not split the batch");
 }
 
+// Whether a run that records ops waits for `device` after every node, so that each op's span is
+// its execution: an eager accelerator, whose launch, kernel and wait then run in series where
+// an unrecorded run streams them (on an H200, 12 us of wait per node against 6 of launch).
+bool waited_for_per_node(const DeviceSpec& device) {
+  return device.kind != DeviceKind::kCpu && backend_of(device.backend).eager;
+}
+
+// Says on stderr which of the plan's devices a recorded run waits for after every node: their
+// measured times are not what an unrecorded run takes.
+void say_waits_per_node(const Plan& plan, const Cluster& cluster) {
+  std::set<int> used;
+  for (const Segment& segment : plan.segments) used.insert(segment.device);
+  for (const int d : used) {
+    if (!waited_for_per_node(cluster.devices[d])) continue;
+    std::fprintf(stderr,
+                 "note: ops are recorded (--trace, --report, --profile or --calibrate-from-run): "
+                 "%s is waited for after every node, so its measured times include a wait per "
+                 "node that a run without recording does not pay\n",
+                 cluster.devices[d].id.c_str());
+  }
+}
+
 // Each device's measured op times (median over the timed runs, per top-level node) into the
 // profile its cluster entry names; says on stderr what went where and what was left out.
 void calibrate_from_run(const ClusterRun& run, const PlanningProblem& planned) {
@@ -233,11 +256,8 @@ void calibrate_from_run(const ClusterRun& run, const PlanningProblem& planned) {
                    spec.id.c_str(), ran->second.size());
       continue;
     }
-    // A recorded run waits for an eager accelerator after every node, so that each op's span is
-    // its execution: launch, kernel and wait in series, where a run streams them (on an H200,
-    // 12 us of wait per node against 6 of launch). Such times would price its nodes at twice
-    // what a run pays.
-    if (spec.kind != DeviceKind::kCpu && backend_of(spec.backend).eager) {
+    // Times with a wait after every node would price its nodes at about twice what a run pays.
+    if (waited_for_per_node(spec)) {
       std::fprintf(stderr,
                    "calibrated: %s's %zu op times were each waited for (a recorded run waits "
                    "after every node on an accelerator), not what a run pays; not kept\n",
@@ -365,6 +385,7 @@ RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
   try {
     if (options.verbose) say_plan(plan, *planned);
     check_foldable(options, plan);
+    if (record_ops) say_waits_per_node(plan, planned->cluster());
     run = run_plan(schedule, graph, split, plan, devices, inputs, record_ops);
     write_report(run, *planned);
     if (options.calibrate_from_run) calibrate_from_run(run, *planned);
