@@ -178,7 +178,7 @@ class Suite {
     }
     // An accelerator's node timed alone waits for the device: that wait is measured first, so
     // that every kernel time below leaves it out.
-    if (accelerator()) dispatch_overhead();
+    if (eager_accelerator()) dispatch_overhead();
     gemm_curve();
     // oneDNN's convolutions run the CPU's GEMM kernels (and a lone one's time includes reorders
     // priced apart): recorded alone. Another eager backend's (cuDNN's) are a curve of their own.
@@ -187,7 +187,7 @@ class Suite {
     else
       convolution_curve();
     bandwidth_curve();
-    if (!accelerator()) dispatch_overhead();  // before the rates below, which exclude it
+    if (!eager_accelerator()) dispatch_overhead();  // before the rates below, which exclude it
     weight_curve();
     conv_weight_curve();
     depthwise_curves();
@@ -201,7 +201,12 @@ class Suite {
     run_curves();
   }
 
-  bool accelerator() const { return profile_.kind != DeviceKind::kCpu; }
+  // An accelerator whose nodes run one by one (the CUDA backend's): a node timed alone waits for
+  // the device, which a stream of its ops does not. A compiled one (PJRT) runs programs, whose
+  // fixed cost program_overhead() measures instead.
+  bool eager_accelerator() const {
+    return profile_.kind != DeviceKind::kCpu && !device_.compiled();
+  }
 
   Figure measured(double value, const std::string& method) const {
     return calibrate::measured(value, options_, method);
@@ -375,10 +380,13 @@ class Suite {
   void vector_throughput() {
     // 64 KiB per tensor: in cache. A compiled device's program costs tens of microseconds
     // whatever it does, so its tiles are 16 times larger (1 MiB: in the last-level cache). An
-    // accelerator's kernel over 64 KiB is its launch and the wait for it (a LayerNorm of 16K
+    // eager accelerator's kernel over 64 KiB is its launch and the wait for it (a LayerNorm of 16K
     // floats took 18 us on an H200, "7 GFLOP/s", which priced bert's 2x128x384 at 2.2x its
     // measured time): its tiles are 16 MiB, still in an H200's 60 MB L2.
-    const int64_t rows = accelerator() ? 16384 : device_.compiled() ? 1024 : 64, columns = 256;
+    const int64_t rows = eager_accelerator()  ? 16384
+                         : device_.compiled() ? 1024
+                                              : 64,
+                  columns = 256;
     const TensorType tile{DType::kFloat32, {rows, columns}};
     const TensorType row{DType::kFloat32, {columns}};
     struct Candidate {
@@ -396,8 +404,8 @@ class Suite {
     for (const char* op : {"Tanh", "Erf", "Sigmoid", "Exp", "Gelu"}) {
       candidates.push_back({op, single_op_graph(op, {{tile}}), false});
     }
-    // An accelerator's kernel times have left their launch out already (without_wait).
-    const double dispatch = accelerator() ? 0.0 : profile_.figures.launch_overhead.value;
+    // An eager accelerator's kernel times have left their launch out already (without_wait).
+    const double dispatch = eager_accelerator() ? 0.0 : profile_.figures.launch_overhead.value;
     double best_rate = 0;
     std::string best_op;
     for (Candidate& candidate : candidates) {
@@ -490,7 +498,7 @@ class Suite {
                                median_note();
     record("dispatch per op", seconds, "s", method);
     profile_.figures.launch_overhead = measured(seconds, method);
-    if (accelerator()) {
+    if (eager_accelerator()) {
       // Each of these nodes timed alone took its launch and the wait for the device (12.9 us
       // on an H200, against 6.8 per op in a stream): the mean of those is the wait.
       const std::vector<double> alone = bench.per_node_seconds(repetition_);

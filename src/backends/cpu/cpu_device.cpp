@@ -96,12 +96,12 @@ void release_idle_threads() {
 
 TeamOnDistinctCores::TeamOnDistinctCores() : cores_(affinity_cores()) {
   if (cores_.size() < 2 || static_cast<size_t>(cpu_threads()) != cores_.size()) return;
-  placed_ = true;
+  tried_ = true;
   pinned_ = place(true);
 }
 
 TeamOnDistinctCores::~TeamOnDistinctCores() {
-  if (placed_) place(false);
+  if (tried_) place(false);
 }
 
 // Whether every thread moved: one the kernel refuses to move stays where it was, and the team

@@ -75,14 +75,14 @@ class TeamOnDistinctCores {
   TeamOnDistinctCores(const TeamOnDistinctCores&) = delete;
   TeamOnDistinctCores& operator=(const TeamOnDistinctCores&) = delete;
   // Whether the team has one thread per core, so that placing it was tried.
-  bool tried() const { return placed_; }
+  bool tried() const { return tried_; }
   // Whether every thread of the team now keeps to a core of its own.
   bool pinned() const { return pinned_; }
 
  private:
   bool place(bool each_its_own);
   std::vector<int> cores_;
-  bool placed_ = false;  // tried: the destructor puts the team back
+  bool tried_ = false;  // the destructor puts the team back
   bool pinned_ = false;
 };
 
