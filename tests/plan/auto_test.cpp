@@ -160,10 +160,8 @@ TEST(Auto, TakesASplitOnlyWhereItWinsByMoreThanTheMargin) {
     EXPECT_NE(plan->reason.find("wins by less than the 10% a split must win by"), std::string::npos)
         << plan->reason;
     // Without the margin the same problem takes the split.
-    PlanOptions options;
-    options.split_margin = 0;
-    const TestProblem bare =
-        make_problem(flat_cluster(2, 1e9, latency), seconds, {{{1, 1e3}}, {}}, {0, 0}, {}, options);
+    const TestProblem bare = make_problem(flat_cluster(2, 1e9, latency), seconds, {{{1, 1e3}}, {}},
+                                          {0, 0}, {}, kSearchOnly);
     const std::optional<Plan> split = make_auto_strategy()->plan(*bare);
     ASSERT_TRUE(split.has_value());
     EXPECT_NEAR(split->predicted.latency_seconds, 2.8, 1e-3);

@@ -327,12 +327,18 @@ class EventLoggingDevice final : public Device {
   EventLog& log_;
 };
 
-TEST(PlanExecutor, EveryCopyWaitsForItsProducersEvent) {
+// The fault case's plan on two devices that log their events.
+struct LoggedPlan {
   FaultCase c;
   EventLog log;
-  EventLoggingDevice first("cpu0", log), second("cpu1", log);
-  PlanExecutor executor(c.model.graph, c.plan, {&first, &second});
+  EventLoggingDevice first{"cpu0", log}, second{"cpu1", log};
+  PlanExecutor executor{c.model.graph, c.plan, {&first, &second}};
   const std::vector<Tensor> inputs = random_inputs(c.model.graph);
+};
+
+TEST(PlanExecutor, EveryCopyWaitsForItsProducersEvent) {
+  LoggedPlan logged;
+  auto& [c, log, first, second, executor, inputs] = logged;
   executor.run(inputs);
   ASSERT_GT(executor.stats().transfers, 0);
   EXPECT_EQ(static_cast<int>(log.receives.size()), executor.stats().transfers);
@@ -352,11 +358,8 @@ TEST(PlanExecutor, EveryCopyWaitsForItsProducersEvent) {
 // a run that is only timed lets the device's queue run ahead of the host (on a GPU, each wait
 // cost the launch and the kernel in series).
 TEST(PlanExecutor, WaitsForTheDeviceAfterEachNodeOnlyWhileOpsAreRecorded) {
-  FaultCase c;
-  EventLog log;
-  EventLoggingDevice first("cpu0", log), second("cpu1", log);
-  PlanExecutor executor(c.model.graph, c.plan, {&first, &second});
-  const std::vector<Tensor> inputs = random_inputs(c.model.graph);
+  LoggedPlan logged;
+  auto& [c, log, first, second, executor, inputs] = logged;
   const auto events_of_a_run = [&] {
     const int before = log.next_id;
     executor.run(inputs);
