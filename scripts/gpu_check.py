@@ -31,7 +31,8 @@ The whole pass keeps to $GPU_CHECK_BUDGET seconds (default 540): each step's com
 is left, and a step that runs out is reported as such; GPU_CHECK_SKIP names steps (functions) to
 leave out, comma-separated. Each step's result goes in a summary
 table printed last; with OUT set, $OUT gets gpu-check.json (rewritten after every step),
-gpu-profile.yaml, predictions.json and logs.tar.gz (every command's output). A step that fails
+gpu-profile.yaml, predictions.json, op-stream.json, timelines.tar.gz and logs.tar.gz (every
+command's output). A step that fails
 is reported and the next one runs. Exit status 0 when every step passed.
 """
 
@@ -308,15 +309,21 @@ def timed_run(model: str, cluster: str, strategy: str, log: str) -> dict:
     return row
 
 
+def calibrated_cluster() -> str:
+    """A cluster of gpu0 alone, priced by this pass's calibration."""
+    cluster = os.path.join(LOGS, "gpu-calibrated.yaml")
+    with open(cluster, "w") as f:
+        f.write("hosts: [local]\ndevices:\n"
+                f"  - {{id: gpu0, preset: nvidia-h200, host: local, backend: cuda, profile: {PROFILE}}}\n")
+    return cluster
+
+
 def predictions() -> None:
     """Each zoo model on the GPU alone, priced by the calibrated profile."""
     if not os.path.exists(PROFILE):
         step("zoo on gpu0 alone: measured vs predicted (calibrated)", False, "no GPU profile (calibrate failed)")
         return
-    cluster = os.path.join(LOGS, "gpu-calibrated.yaml")
-    with open(cluster, "w") as f:
-        f.write("hosts: [local]\ndevices:\n"
-                f"  - {{id: gpu0, preset: nvidia-h200, host: local, backend: cuda, profile: {PROFILE}}}\n")
+    cluster = calibrated_cluster()
     rows = []
     for model in manifest_models():
         try:
@@ -344,7 +351,7 @@ def node_timelines() -> None:
     import onnx
     folder = tempfile.mkdtemp(prefix="gpu-check-timelines-")
     os.makedirs(os.path.join(folder, "models"), exist_ok=True)
-    cluster = os.path.join(LOGS, "gpu-calibrated.yaml")
+    cluster = calibrated_cluster()
     done = 0
     for model in manifest_models():
         path, inputs, _ = zoo_files(model)
