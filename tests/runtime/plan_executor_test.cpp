@@ -338,14 +338,15 @@ struct LoggedPlan {
 
 TEST(PlanExecutor, EveryCopyWaitsForItsProducersEvent) {
   LoggedPlan logged;
-  auto& [c, log, first, second, executor, inputs] = logged;
-  executor.run(inputs);
+  PlanExecutor& executor = logged.executor;
+  const EventLog& log = logged.log;
+  executor.run(logged.inputs);
   ASSERT_GT(executor.stats().transfers, 0);
   EXPECT_EQ(static_cast<int>(log.receives.size()), executor.stats().transfers);
   EXPECT_EQ(log.waits.size(), log.receives.size());
   for (const auto& [device, id] : log.waits) {
     ASSERT_TRUE(log.recorder.count(id)) << device << " waited for an event nobody recorded";
-    EXPECT_NE(log.recorder[id], device) << "a device waited for its own event";
+    EXPECT_NE(log.recorder.at(id), device) << "a device waited for its own event";
   }
   // Each device's k-th copy comes after its k-th wait.
   std::map<std::string, int> copies;
@@ -359,16 +360,16 @@ TEST(PlanExecutor, EveryCopyWaitsForItsProducersEvent) {
 // cost the launch and the kernel in series).
 TEST(PlanExecutor, WaitsForTheDeviceAfterEachNodeOnlyWhileOpsAreRecorded) {
   LoggedPlan logged;
-  auto& [c, log, first, second, executor, inputs] = logged;
+  PlanExecutor& executor = logged.executor;
   const auto events_of_a_run = [&] {
-    const int before = log.next_id;
-    executor.run(inputs);
-    return log.next_id - before;
+    const int before = logged.log.next_id;
+    executor.run(logged.inputs);
+    return logged.log.next_id - before;
   };
   const int timed = events_of_a_run();
   executor.set_recording({.every_run = true, .ops = true});
   const int recorded = events_of_a_run();
-  EXPECT_GE(recorded, timed + static_cast<int>(c.model.graph.nodes.size()));
+  EXPECT_GE(recorded, timed + static_cast<int>(logged.c.model.graph.nodes.size()));
   executor.set_recording({});
   EXPECT_EQ(events_of_a_run(), timed);
 }
