@@ -1,5 +1,8 @@
 #include "backends/pjrt/pjrt_client.h"
 
+#include <chrono>
+#include <thread>
+
 #include "ir/error.h"
 
 namespace tandem::pjrt {
@@ -42,9 +45,31 @@ void destroy_handle(const PJRT_Api* api, PJRT_Buffer* buffer) {
 
 namespace {
 
-// Waits for `event` and destroys it; throws if it or the work it marks failed.
-void await_event(const PJRT_Api* api, PJRT_Event* event, std::string_view what) {
+// Whether `event` is done; an event that cannot say is treated as not done (Await then waits).
+bool event_ready(const PJRT_Api* api, PJRT_Event* event) {
+  PJRT_ARGS(PJRT_Event_IsReady_Args, args);
+  args.event = event;
+  PJRT_Error* error = api->PJRT_Event_IsReady(&args);
+  if (error != nullptr) {
+    discard(api, error);
+    return false;
+  }
+  return args.is_ready;
+}
+
+// How long a waiting thread watches an event awake before it sleeps in Await.
+constexpr auto kWatchAwake = std::chrono::microseconds(200);
+
+// Waits for `event` and destroys it; throws if it or the work it marks failed. A thread asleep
+// in Await took 30-90 us to wake on a 2-vCPU VM (an idle vCPU woken by the hypervisor): where
+// the work is short (`watch`), the caller watches the event awake first, yielding its core to
+// any thread that wants it, as the plan executor's threads do. A plan of one 4x16 Add on the
+// CPU plugin took 85-95 us end to end asleep, 10 us watching.
+void await_event(const PJRT_Api* api, PJRT_Event* event, std::string_view what, bool watch = true) {
   if (event == nullptr) return;
+  const auto until = std::chrono::steady_clock::now() + kWatchAwake;
+  while (watch && !event_ready(api, event) && std::chrono::steady_clock::now() < until)
+    std::this_thread::yield();
   PJRT_ARGS(PJRT_Event_Await_Args, await);
   await.event = event;
   PJRT_Error* error = api->PJRT_Event_Await(&await);
@@ -140,6 +165,7 @@ std::vector<PjrtBuffer> PjrtExecutable::execute(std::span<const PjrtBuffer* cons
   PJRT_Buffer* const* argument_lists[] = {inputs.data()};
   PJRT_Buffer** output_lists[] = {outputs.data()};
   PJRT_Event* done = nullptr;
+  const auto start = std::chrono::steady_clock::now();
 
   PJRT_ARGS(PJRT_ExecuteOptions, options);
   PJRT_ARGS(PJRT_LoadedExecutable_Execute_Args, args);
@@ -158,7 +184,15 @@ std::vector<PjrtBuffer> PjrtExecutable::execute(std::span<const PjrtBuffer* cons
     for (PJRT_Buffer* output : outputs) results.emplace_back(plugin_, output);
   }
   check(api, error, "PJRT_LoadedExecutable_Execute");
-  await_event(api, done, "PJRT_LoadedExecutable_Execute");
+  // A program that runs longer than the watch is waited for asleep: a watching thread takes a
+  // core from the plugin's threads while they work (bert at batch 2, 1.1 ms, ran 10% slower).
+  const bool short_program =
+      *last_run_nanoseconds_ <
+      std::chrono::duration_cast<std::chrono::nanoseconds>(kWatchAwake).count();
+  await_event(api, done, "PJRT_LoadedExecutable_Execute", short_program);
+  *last_run_nanoseconds_ =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count();
   return results;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // A PJRT client and the objects it makes, each owned by a move-only handle that destroys it
 // through the plugin's API.
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -86,6 +87,9 @@ class PjrtExecutable {
   std::shared_ptr<PjrtPlugin> plugin_;
   Handle<PJRT_LoadedExecutable> executable_;
   size_t num_outputs_ = 0;
+  // How long its last run took, start to finish: a short program's end is watched for awake.
+  std::shared_ptr<std::atomic<int64_t>> last_run_nanoseconds_ =
+      std::make_shared<std::atomic<int64_t>>(0);
 };
 
 class PjrtClient {
