@@ -699,6 +699,10 @@ std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
       transport->end_run();
     }
   }
+  // A run ends with its outputs in host memory: a device with memory of its own copies them
+  // back (a PJRT or CUDA device's results), and that copy is part of the run's time.
+  std::vector<Tensor> outputs;
+  if (root && !state.error) outputs = host_outputs(state, input_pieces);
   const double seconds = seconds_between(state.start, Clock::now());
 
   if (!recording_.every_run || runs_recorded_ == 0) {
@@ -730,8 +734,12 @@ std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
                     state.bytes_from_rank,
                     state.seconds_from_rank};
   if (state.error) std::rethrow_exception(state.error);  // state's buffers go with it
-  if (!root) return {};
+  return outputs;
+}
 
+std::vector<Tensor> PlanExecutor::host_outputs(
+    RunState& state, const std::vector<std::vector<Tensor>>& input_pieces) const {
+  const int pieces = static_cast<int>(piece_sizes_.size());
   std::vector<Tensor> outputs;
   for (size_t k = 0; k < graph_.outputs.size(); ++k) {
     std::vector<Tensor> parts;

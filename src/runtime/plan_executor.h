@@ -116,6 +116,9 @@ class PlanExecutor {
   int rank_of(int device) const;
   std::string on_rank() const;  // "rank 1 (host-b): " across ranks, else ""
   std::vector<Transport::Receive> receives(RunState& state);
+  // The graph's outputs in host memory, the pieces of a split batch joined.
+  std::vector<Tensor> host_outputs(RunState& state,
+                                   const std::vector<std::vector<Tensor>>& input_pieces) const;
   void compute_worker(RunState& state, int device, const std::exception_ptr& start_error);
   void copy_worker(RunState& state, int device, const std::exception_ptr& start_error);
   void run_job(RunState& state, const Job& job);

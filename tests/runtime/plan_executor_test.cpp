@@ -6,12 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <future>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "backends/cpu/cpu_device.h"
 #include "cost/cost_model.h"
@@ -372,6 +374,52 @@ TEST(PlanExecutor, WaitsForTheDeviceAfterEachNodeOnlyWhileOpsAreRecorded) {
   EXPECT_GE(recorded, timed + static_cast<int>(logged.c.model.graph.nodes.size()));
   executor.set_recording({});
   EXPECT_EQ(events_of_a_run(), timed);
+}
+
+// Memory whose reads into host memory take a while, as a device's copy back does.
+class SlowToReadMemory final : public MemorySpace {
+ public:
+  static constexpr auto kRead = std::chrono::milliseconds(20);
+  std::string name() const override { return "slow memory"; }
+  void copy_to_host(const Tensor& tensor, void* host) const override {
+    std::this_thread::sleep_for(kRead);
+    std::memcpy(host, tensor.raw(), tensor.nbytes());
+  }
+};
+
+// A run ends with its outputs in host memory: copying them back from a device's memory is part
+// of its measured time (the PJRT plugin's copies of a small model's outputs took as long as the
+// model).
+TEST(PlanExecutor, RunTimeIncludesCopyingTheOutputsToHostMemory) {
+  Graph graph;
+  graph.opset = 13;
+  const TensorType type{DType::kFloat32, {4}};
+  const int x = graph.add_value("x", type), kept = graph.add_value("kept", type),
+            y = graph.add_value("y", type);
+  graph.inputs = {x, kept};
+  Node relu;
+  relu.name = "relu";
+  relu.op_type = "Relu";
+  relu.inputs = {x};
+  relu.outputs = {y};
+  graph.nodes.push_back(relu);
+  graph.outputs = {y, kept};  // `kept` is returned as given: from its memory
+  Plan plan;
+  plan.device_of_node = {0};
+  plan.order = {0};
+  plan.segments = {{0, {0}}};
+  cpu::CpuDevice device("cpu0");
+  PlanExecutor executor(graph, plan, {&device});
+  SlowToReadMemory slow;
+  std::vector<float> values = {1, 2, 3, 4};
+  const std::vector<Tensor> inputs = {
+      Tensor::zeros(DType::kFloat32, {4}),
+      Tensor::wrap(DType::kFloat32, {4}, values.data(), nullptr, &slow)};
+  const std::vector<Tensor> outputs = executor.run(inputs);
+  ASSERT_EQ(outputs.size(), 2u);
+  EXPECT_TRUE(outputs[1].on_host());
+  EXPECT_GE(executor.stats().seconds,
+            std::chrono::duration<double>(SlowToReadMemory::kRead).count());
 }
 
 // The measured trace with every run recorded: each iteration after the previous on one clock,
