@@ -157,6 +157,14 @@ Graph weight_chain(int64_t size, int count) {
   return graph.finish({x});
 }
 
+Graph product_chain(int64_t side, int count) {
+  BenchGraph graph;
+  int x = graph.input({DType::kFloat32, {side, side}});
+  const int weights = graph.random_constant({DType::kFloat32, {side, side}});
+  for (int i = 0; i < count; ++i) x = graph.node("MatMul", {x, weights});
+  return graph.finish({x});
+}
+
 Graph conv_weight_chain(int count) {
   constexpr int64_t kChannels = 512;
   BenchGraph graph;

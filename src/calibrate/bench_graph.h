@@ -70,6 +70,10 @@ Graph conv_pair_chain(const ConvPairShape& shape, int units);
 // weights: work bound by reading the weights.
 Graph weight_chain(int64_t size, int count);
 
+// `count` MatMuls in a chain, each of the last one's `side` x `side` output by one shared
+// `side` x `side` constant weight: products back to back, their weights in cache.
+Graph product_chain(int64_t side, int count);
+
 // `count` 3x3 convolutions (pads 1) in a chain on a 2x512x2x2 tensor, each with its own
 // 512x512x3x3 constant weights (9 MiB): a late layer's convolutions at a small input, work
 // bound by reading the weights once they are past the caches.

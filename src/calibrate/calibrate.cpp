@@ -168,6 +168,7 @@ class Suite {
       // Every benchmark below runs as a program of its own: its fixed cost comes first, so
       // that the rates can leave it out. Compiled programs have no view steps or Loops.
       program_overhead();
+      parallel_start();
       gemm_curve();
       convolution_curve();
       bandwidth_curve();
@@ -261,6 +262,11 @@ class Suite {
           record(name, bench.cost().flops / bench.run_seconds(repetition_), "FLOP/s", kSwamped);
           continue;
         }
+        // A product as large as the probe's is split across the threads and waited for them; a
+        // smaller one may run on one thread (a 64^3 one took 8 us alone).
+        if (block.m * block.n * block.k >= kParallelProbe * kParallelProbe * kParallelProbe &&
+            *block_seconds > parallel_start_)
+          *block_seconds -= parallel_start_;
       } else {
         // Its input written by a Neg each run, as a model's is: the threads then fetch their
         // parts of it from the core that wrote it (a 64x128x128 product took 9.6 us on an input
@@ -275,6 +281,7 @@ class Suite {
              "fp32 MatMul m x n x k, constant B, " +
                  std::string(device_.compiled() ? "" : "A written by a Neg each run, ") +
                  "kernel time" +
+                 (device_.compiled() ? " (from 128^3 up, less the parallel start)" : "") +
                  (blocks.count() > 1 ? " of " + std::to_string(blocks.count()) + " blocks of " +
                                            joined({block.m, block.n, block.k}) + " each timed alone"
                                      : std::string()) +
@@ -577,6 +584,34 @@ class Suite {
     profile_.figures.step_overhead = measured(step, step_method);
     profile_.figures.launch_overhead = measured(per_op, op_method);
     program_extra_ = std::max(0.0, step - per_op);
+  }
+
+  // XLA's CPU plugin runs a product large enough to split across its threads on a pool whose
+  // threads sleep between programs, and a program's first such product waits for them to wake:
+  // on a 2-vCPU VM a 128^3 product took 80-137 us as a program of its own and about 55 us more
+  // in a chain of them (a 64^3 one, on one thread, 7-23 us). A model's program pays that wake
+  // once at most, and its other ops hide it (bert and gpt at batch 2 were priced 55-125% slow
+  // with it in every product, docs/COST_MODEL.md), so the GEMM curve's lone products leave it
+  // out. It is a lone 128^3 product's run less a further product's in a chain and less the
+  // program step, the median of 3 such pairs.
+  static constexpr int64_t kParallelProbe = 128;
+  void parallel_start() {
+    constexpr int kFurther = 8;
+    OpBench lone(device_, product_chain(kParallelProbe, 1));
+    OpBench chain(device_, product_chain(kParallelProbe, 1 + kFurther));
+    std::vector<double> starts;
+    for (int pair = 0; pair < 3; ++pair) {
+      const double alone = lone.run_seconds(repetition_);
+      const double further = (chain.run_seconds(repetition_) - alone) / kFurther;
+      starts.push_back(alone - further - profile_.figures.step_overhead.value);
+    }
+    parallel_start_ = std::max(0.0, median(starts));
+    record("parallel start", parallel_start_, "s",
+           "a 128x128x128 fp32 MatMul as a program of its own, run time less a further "
+           "product's in a chain of " +
+               std::to_string(1 + kFurther) +
+               " (one shared weight) and less the program step, the median of 3 such pairs, " +
+               median_note());
   }
 
   // A chain's kernel time: on an eager device the sum of its ops' typical kernel times. Each
@@ -943,7 +978,8 @@ class Suite {
   // Whether the device's kernels keep activations in layouts of their own (the CPU's
   // channels-last chains, conv_layout.h); other backends keep the ONNX layout.
   const bool chooses_layouts_;
-  double program_extra_ = 0;  // compiled devices: a program's fixed cost beyond one op's
+  double program_extra_ = 0;   // compiled devices: a program's fixed cost beyond one op's
+  double parallel_start_ = 0;  // compiled devices: a program's first parallel product's wait
   // An eager accelerator: what a node timed alone costs beyond its kernel (its launch, and the
   // host's wait for the device to finish it), which a stream of ops never waits for.
   double node_wait_ = 0;
