@@ -148,6 +148,24 @@ Graph conv_in_layout(const ConvLayerShape& shape, bool depthwise, bool input_cha
   return graph.finish({x});
 }
 
+Graph pointwise_chain(const ConvLayerShape& shape, int units, bool depthwise) {
+  const int64_t c = shape.channels, pad = shape.kernel / 2;
+  BenchGraph graph;
+  int x = graph.input({DType::kFloat32, {shape.batch, c, shape.height, shape.width}});
+  for (int i = 0; i < units; ++i) {
+    x = graph.node("Conv", {x, graph.random_constant({DType::kFloat32, {c, c, 1, 1}})},
+                   {{"kernel_shape", std::vector<int64_t>{1, 1}}});
+    if (!depthwise) continue;
+    x = graph.node("Conv",
+                   {x, graph.random_constant({DType::kFloat32, {c, 1, shape.kernel, shape.kernel}}),
+                    graph.random_constant({DType::kFloat32, {c}})},
+                   {{"kernel_shape", std::vector<int64_t>{shape.kernel, shape.kernel}},
+                    {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
+                    {"group", c}});
+  }
+  return graph.finish({x});
+}
+
 Graph weight_chain(int64_t size, int count) {
   BenchGraph graph;
   int x = graph.input({DType::kFloat32, {2, size}});

@@ -66,6 +66,11 @@ struct ConvPairShape {
 };
 Graph conv_pair_chain(const ConvPairShape& shape, int units);
 
+// `units` 1x1 convolutions of `shape.channels` to as many in a chain, each followed (with
+// `depthwise`) by a depthwise `shape.kernel` x `shape.kernel` one with bias (stride 1, pads
+// keeping the image): a MobileNet block's convolutions, each with weights of its own.
+Graph pointwise_chain(const ConvLayerShape& shape, int units, bool depthwise);
+
 // `count` MatMuls in a chain, each of a 2 x `size` tensor by its own `size` x `size` constant
 // weights: work bound by reading the weights.
 Graph weight_chain(int64_t size, int count);
