@@ -175,6 +175,20 @@ Graph weight_chain(int64_t size, int count) {
   return graph.finish({x});
 }
 
+Graph product_add_chain(int64_t elements, int units, bool adds) {
+  constexpr int64_t kColumns = 64;
+  const TensorType type{DType::kFloat32, {elements / kColumns, kColumns}};
+  BenchGraph graph;
+  int x = graph.input(type);
+  const int weights = graph.random_constant({DType::kFloat32, {kColumns, kColumns}});
+  const int addend = graph.random_constant(type);
+  for (int i = 0; i < units; ++i) {
+    x = graph.node("MatMul", {x, weights});
+    if (adds) x = graph.node("Add", {x, addend});
+  }
+  return graph.finish({x});
+}
+
 Graph product_chain(int64_t side, int count) {
   BenchGraph graph;
   int x = graph.input({DType::kFloat32, {side, side}});

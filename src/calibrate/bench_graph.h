@@ -75,6 +75,11 @@ Graph pointwise_chain(const ConvLayerShape& shape, int units, bool depthwise);
 // weights: work bound by reading the weights.
 Graph weight_chain(int64_t size, int count);
 
+// `units` MatMuls in a chain of a [`elements` / 64, 64] tensor by one shared 64x64 constant
+// weight, each followed (with `adds`) by an Add of a constant of the same shape: elementwise ops
+// between products, which a compiler cannot fuse into one loop.
+Graph product_add_chain(int64_t elements, int units, bool adds);
+
 // `count` MatMuls in a chain, each of the last one's `side` x `side` output by one shared
 // `side` x `side` constant weight: products back to back, their weights in cache.
 Graph product_chain(int64_t side, int count);
