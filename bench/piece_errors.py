@@ -54,6 +54,19 @@ def intermediate_values(model, feeds):
     return dict(zip(names, session.run(names, feeds)))
 
 
+def node_reads(node):
+    """The values `node` reads: its inputs, and those its subgraphs (a Loop's body, an If's
+    branches) read from the graph around them."""
+    reads = [name for name in node.input if name]
+    for attribute in node.attribute:
+        for body in list(attribute.g.node and [attribute.g]) + list(attribute.graphs):
+            inner = {name for name in (i.name for i in body.input)}
+            inner |= {name for n in body.node for name in n.output}
+            inner |= {tensor.name for tensor in body.initializer}
+            reads += [name for n in body.node for name in node_reads(n) if name not in inner]
+    return reads
+
+
 def pieces_of(graph, size):
     pieces, current = [], []
     for node in graph.node:
@@ -79,7 +92,7 @@ def piece_model(model, nodes, values, later_reads):
     produced = {name for node in nodes for name in node.output if name}
     read, used_weights, folded = [], [], []
     for node in nodes:
-        for name in node.input:
+        for name in node_reads(node):
             if not name or name in produced or name in read or name in used_weights + folded:
                 continue
             if name in initializers:
@@ -136,7 +149,7 @@ def main():
         files, jobs = {}, []
         for index, nodes in enumerate(pieces):
             later_reads = {name for piece in pieces[index + 1:] for node in piece
-                           for name in node.input}
+                           for name in node_reads(node)}
             piece, read = piece_model(model, nodes, values, later_reads)
             path = os.path.join(folder, f"piece{index}.onnx")
             onnx.save(piece, path)
