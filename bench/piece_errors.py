@@ -59,8 +59,9 @@ def node_reads(node):
     branches) read from the graph around them."""
     reads = [name for name in node.input if name]
     for attribute in node.attribute:
-        for body in list(attribute.g.node and [attribute.g]) + list(attribute.graphs):
-            inner = {name for name in (i.name for i in body.input)}
+        bodies = ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs)
+        for body in bodies:
+            inner = {value.name for value in body.input}
             inner |= {name for n in body.node for name in n.output}
             inner |= {tensor.name for tensor in body.initializer}
             reads += [name for n in body.node for name in node_reads(n) if name not in inner]
@@ -80,15 +81,17 @@ def pieces_of(graph, size):
     return pieces
 
 
-def is_shape_value(array):
-    """A small integer value computed from shapes (a Reshape's target, a Slice's bounds): the
-    model has it as a constant once its dims are bound, so its piece does too."""
-    return array.dtype.kind in "iu" and array.size <= 16
+def is_shape_value(name, array, graph_inputs):
+    """A small integer value the graph computes from shapes (a Reshape's target, a Slice's
+    bounds): the model has it as a constant once its dims are bound, so its piece does too. A
+    graph input (indices, offsets) stays an input, whatever its size."""
+    return name not in graph_inputs and array.dtype.kind in "iu" and array.size <= 16
 
 
 def piece_model(model, nodes, values, later_reads):
     graph = model.graph
     initializers = {tensor.name: tensor for tensor in graph.initializer}
+    graph_inputs = {value.name for value in graph.input}
     produced = {name for node in nodes for name in node.output if name}
     read, used_weights, folded = [], [], []
     for node in nodes:
@@ -97,7 +100,7 @@ def piece_model(model, nodes, values, later_reads):
                 continue
             if name in initializers:
                 used_weights.append(name)
-            elif is_shape_value(values[name]):
+            elif is_shape_value(name, values[name], graph_inputs):
                 folded.append(name)
             else:
                 read.append(name)

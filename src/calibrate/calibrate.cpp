@@ -388,6 +388,18 @@ class Suite {
     profile_.figures.memory_bandwidth = measured(rate, method);
   }
 
+  // What each of `units` ops adds to a compiled device's chain: `with`'s run less `without`'s
+  // (the same chain without them), per op, the median of 3 such pairs.
+  double per_unit_difference(OpBench& with, OpBench& without, int units,
+                             const Repetition& repetition) {
+    std::vector<double> differences;
+    for (int pair = 0; pair < 3; ++pair) {
+      differences.push_back((with.run_seconds(repetition) - without.run_seconds(repetition)) /
+                            units);
+    }
+    return median(differences);
+  }
+
   // A small Add as a program of its own took 5 us in some seconds and 18 in others on XLA's
   // CPU plugin (2-vCPU VM), and that floor priced each of bert's 32 KiB elementwise ops at
   // 15-18 us, where the model ran them in a few. So on a compiled device an Add of up to 256K
@@ -399,20 +411,12 @@ class Suite {
     OpBench with(device_, product_add_chain(elements, kUnits, true));
     OpBench without(device_, product_add_chain(elements, kUnits, false));
     const double bytes = with.graph().nodes[1].cost.bytes;
-    const auto time = [&] {
-      std::vector<double> differences;
-      for (int pair = 0; pair < 3; ++pair) {
-        differences.push_back((with.run_seconds(repetition_) - without.run_seconds(repetition_)) /
-                              kUnits);
-      }
-      return median(differences);
-    };
     const std::string name = "elementwise bandwidth " + binary_size(bytes);
     const std::string method =
         "fp32 Add of " + std::to_string(elements) +
         " elements and a constant after a product, a chain of " + std::to_string(kUnits) +
         " less the products alone, per Add, the median of 3 such pairs, " + median_note();
-    const double seconds = time();
+    const double seconds = per_unit_difference(with, without, kUnits, repetition_);
     if (seconds <= 0) {
       record(name, 0, "B/s", method + " (no slower than without: left out)");
       return;
@@ -793,13 +797,7 @@ class Suite {
     std::vector<Point> points;
     std::vector<double> flops, seconds;
     const auto time = [&](const Point& point) {
-      std::vector<double> differences;
-      for (int pair = 0; pair < 3; ++pair) {
-        differences.push_back(
-            (point.with->run_seconds(repetition) - point.without->run_seconds(repetition)) /
-            kUnits);
-      }
-      return median(differences);
+      return per_unit_difference(*point.with, *point.without, kUnits, repetition);
     };
     for (const ConvLayerShape& shape : depthwise_shapes(options_.quick)) {
       if (shape.stride != 1) continue;  // a chain keeps its image
