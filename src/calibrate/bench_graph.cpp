@@ -189,11 +189,12 @@ Graph product_add_chain(int64_t elements, int units, bool adds) {
   return graph.finish({x});
 }
 
-Graph product_chain(int64_t side, int count) {
+Graph product_chain(int64_t m, int64_t k, int64_t n, int count) {
   BenchGraph graph;
-  int x = graph.input({DType::kFloat32, {side, side}});
-  const int weights = graph.random_constant({DType::kFloat32, {side, side}});
-  for (int i = 0; i < count; ++i) x = graph.node("MatMul", {x, weights});
+  int x = graph.input({DType::kFloat32, {m, k}});
+  const int there = graph.random_constant({DType::kFloat32, {k, n}});
+  const int back = n == k ? there : graph.random_constant({DType::kFloat32, {n, k}});
+  for (int i = 0; i < count; ++i) x = graph.node("MatMul", {x, i % 2 == 0 ? there : back});
   return graph.finish({x});
 }
 

@@ -80,9 +80,10 @@ Graph weight_chain(int64_t size, int count);
 // between products, which a compiler cannot fuse into one loop.
 Graph product_add_chain(int64_t elements, int units, bool adds);
 
-// `count` MatMuls in a chain, each of the last one's `side` x `side` output by one shared
-// `side` x `side` constant weight: products back to back, their weights in cache.
-Graph product_chain(int64_t side, int count);
+// `count` MatMuls in a chain, products back to back with their weights in cache: the first an
+// m x k input by a k x n constant, each further one the last one's output by a constant that
+// turns it back to m x k or on to m x n (one constant where n = k).
+Graph product_chain(int64_t m, int64_t k, int64_t n, int count);
 
 // `count` 3x3 convolutions (pads 1) in a chain on a 2x512x2x2 tensor, each with its own
 // 512x512x3x3 constant weights (9 MiB): a late layer's convolutions at a small input, work

@@ -1,6 +1,7 @@
 #include "calibrate/calibrate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -171,7 +172,6 @@ class Suite {
       // Every benchmark below runs as a program of its own: its fixed cost comes first, so
       // that the rates can leave it out. Compiled programs have no view steps or Loops.
       program_overhead();
-      parallel_start();
       gemm_curve();
       convolution_curve();
       bandwidth_curve();
@@ -241,6 +241,33 @@ class Suite {
     if (options_.progress) options_.progress(profile_.measurements.back());
   }
 
+  // XLA's CPU plugin runs a product large enough to split across its threads on a pool whose
+  // threads sleep between programs, and a program's first such product waits for them to wake:
+  // on a 2-vCPU VM a 128^3 product took 50-137 us as a program of its own and 26-27 us more in
+  // a chain of them. A model's program pays that wake once at most, and its other ops hide it
+  // (bert and gpt at batch 2 were priced 55-125% slow with it in every product). A lone product
+  // paid it in some seconds and not in others, so a lone product less a wake measured apart
+  // came out at up to 4x the machine's peak (128^3 at 711 GFLOP/s, 256^3 at 290). So such a
+  // product is timed as a model holds it: a chain of further products less the chain's first,
+  // per further product, with at least 2 ms of them (8 at most) to outweigh the wake.
+  static constexpr int64_t kThreadedProduct = int64_t{128} * 128 * 128;
+  std::optional<double> chained_product_seconds(int64_t m, int64_t k, int64_t n, double best_rate) {
+    constexpr double kFurtherWork = 2e-3;
+    constexpr int kMostFurther = 8;
+    const double flops = 2.0 * static_cast<double>(m * n * k);
+    int further = best_rate > 0 ? static_cast<int>(std::ceil(kFurtherWork * best_rate / flops))
+                                : kMostFurther;
+    further = std::clamp(further, 1, kMostFurther);
+    // Where the chain turns m x n back to m x k, a further product is half of a pair of shapes
+    // of equal FLOPs (m x k x n and m x n x k): whole pairs only.
+    if (n != k) further += further % 2;
+    OpBench first(device_, product_chain(m, k, n, 1));
+    OpBench chain(device_, product_chain(m, k, n, 1 + further));
+    const double seconds = per_unit_difference(chain, first, further, repetition_);
+    if (seconds <= 0) return std::nullopt;
+    return seconds;
+  }
+
   void gemm_curve() {
     double best_rate = 0;
     std::string best_name;
@@ -257,7 +284,13 @@ class Suite {
                             shape.k / blocks.depth};
       const std::string name = "gemm " + joined({shape.m, shape.n, shape.k});
       std::optional<double> block_seconds;
-      if (device_.compiled()) {
+      if (device_.compiled() && block.m * block.n * block.k >= kThreadedProduct) {
+        block_seconds = chained_product_seconds(block.m, block.k, block.n, best_rate);
+        if (!block_seconds) {
+          record(name, 0, "FLOP/s", "a chain of products no slower than one: left out");
+          continue;
+        }
+      } else if (device_.compiled()) {
         OpBench bench(device_,
                       single_op_graph("MatMul", {{{DType::kFloat32, {block.m, block.k}}},
                                                  {{DType::kFloat32, {block.k, block.n}}, true}}));
@@ -266,11 +299,6 @@ class Suite {
           record(name, bench.cost().flops / bench.run_seconds(repetition_), "FLOP/s", kSwamped);
           continue;
         }
-        // A product as large as the probe's is split across the threads and waited for them; a
-        // smaller one may run on one thread (a 64^3 one took 7-23 us alone).
-        if (block.m * block.n * block.k >= kParallelProbe * kParallelProbe * kParallelProbe &&
-            *block_seconds > parallel_start_)
-          *block_seconds -= parallel_start_;
       } else {
         // Its input written by a Neg each run, as a model's is: the threads then fetch their
         // parts of it from the core that wrote it (a 64x128x128 product took 9.6 us on an input
@@ -285,7 +313,9 @@ class Suite {
              "fp32 MatMul m x n x k, constant B, " +
                  std::string(device_.compiled() ? "" : "A written by a Neg each run, ") +
                  "kernel time" +
-                 (device_.compiled() ? " (from 128^3 up, less the parallel start)" : "") +
+                 (device_.compiled() ? " (from 128^3 up: a chain of them less its first product, "
+                                       "per further product, the median of 3 such pairs)"
+                                     : "") +
                  (blocks.count() > 1 ? " of " + std::to_string(blocks.count()) + " blocks of " +
                                            joined({block.m, block.n, block.k}) + " each timed alone"
                                      : std::string()) +
@@ -629,35 +659,6 @@ class Suite {
     profile_.figures.step_overhead = measured(step, step_method);
     profile_.figures.launch_overhead = measured(per_op, op_method);
     program_extra_ = std::max(0.0, step - per_op);
-  }
-
-  // XLA's CPU plugin runs a product large enough to split across its threads on a pool whose
-  // threads sleep between programs, and a program's first such product waits for them to wake:
-  // on a 2-vCPU VM a 128^3 product took 50-137 us as a program of its own and 26-27 us more in
-  // a chain of them (a 64^3 one, on one thread, 7-23 us). A model's program pays that wake once
-  // at most, and its other ops hide it (bert and gpt at batch 2 were priced 55-125% slow with
-  // it in every product, docs/COST_MODEL.md), so the GEMM curve's lone products leave it out.
-  // A lone product paid it in some seconds and not in others: each of 5 pairs is a lone 128^3
-  // product's run less a further product's in a chain and less the program step, and the wake
-  // is the largest of them (a pair that did not pay it measures about nothing).
-  static constexpr int64_t kParallelProbe = 128;
-  void parallel_start() {
-    constexpr int kFurther = 8, kPairs = 5;
-    OpBench lone(device_, product_chain(kParallelProbe, 1));
-    OpBench chain(device_, product_chain(kParallelProbe, 1 + kFurther));
-    double largest = 0;
-    for (int pair = 0; pair < kPairs; ++pair) {
-      const double alone = lone.run_seconds(repetition_);
-      const double further = (chain.run_seconds(repetition_) - alone) / kFurther;
-      largest = std::max(largest, alone - further - profile_.figures.step_overhead.value);
-    }
-    parallel_start_ = largest;
-    record("parallel start", parallel_start_, "s",
-           "a 128x128x128 fp32 MatMul as a program of its own, run time less a further "
-           "product's in a chain of " +
-               std::to_string(1 + kFurther) +
-               " (one shared weight) and less the program step, the largest of " +
-               std::to_string(kPairs) + " such pairs, " + median_note());
   }
 
   // A chain's kernel time: on an eager device the sum of its ops' typical kernel times. Each
@@ -1069,8 +1070,7 @@ class Suite {
   // Whether the device's kernels keep activations in layouts of their own (the CPU's
   // channels-last chains, conv_layout.h); other backends keep the ONNX layout.
   const bool chooses_layouts_;
-  double program_extra_ = 0;   // compiled devices: a program's fixed cost beyond one op's
-  double parallel_start_ = 0;  // compiled devices: a program's first parallel product's wait
+  double program_extra_ = 0;  // compiled devices: a program's fixed cost beyond one op's
   // An eager accelerator: what a node timed alone costs beyond its kernel (its launch, and the
   // host's wait for the device to finish it), which a stream of ops never waits for.
   double node_wait_ = 0;

@@ -199,10 +199,13 @@ class CalibratePjrt(unittest.TestCase):
             names = [m["name"] for m in report["measurements"]]
             self.assertIn("program step", names)
             self.assertIn("host link (round trip)", names)
-            # The wake of XLA's threads, which the GEMM curve's lone products leave out.
-            start = next(m for m in report["measurements"] if m["name"] == "parallel start")
-            self.assertGreaterEqual(start["value"], 0)
-            self.assertLess(start["value"], 0.01)
+            # Products split across XLA's threads are timed in chains, which leave out the
+            # threads' wake: no estimate of it subtracted, so no point faster than it can be
+            # (a lone 128^3 less a wake measured apart once came out at 2.4x 256^3's rate).
+            rates = {m["name"]: m for m in report["measurements"] if m["name"].startswith("gemm")}
+            self.assertIn("chain", rates["gemm 128x128x128"]["method"])
+            self.assertLess(rates["gemm 128x128x128"]["value"],
+                            1.5 * rates["gemm 256x256x256"]["value"])
             figures = {k: f["value"] for k, f in report["figures"].items() if f}
             self.assertGreater(figures["matrix_fp32_flops_per_s"], 1e8)
             self.assertLess(figures["matrix_fp32_flops_per_s"], 1e13)  # no fantastic peaks
