@@ -7,6 +7,7 @@
 
 #include "backends/registry.h"
 #include "cost/gemm_shape.h"
+#include "devices/presets.h"
 #include "ir/op_schema.h"
 
 namespace tandem {
@@ -196,14 +197,23 @@ CostModel::CostModel(const Cluster& cluster, CostOptions options)
     : cluster_(cluster), options_(options) {
   std::map<std::string, std::shared_ptr<const CalibrationProfile>> by_file;
   for (size_t d = 0; d < cluster_.devices.size(); ++d) {
-    const std::string& file = cluster_.devices[d].profile;
+    const DeviceSpec& spec = cluster_.devices[d];
+    const std::string& file = spec.profile;
     std::shared_ptr<const CalibrationProfile> profile;
     if (!file.empty()) {
       auto& loaded = by_file[file];
       if (!loaded) loaded = std::make_shared<const CalibrationProfile>(read_profile(file));
       profile = loaded;
+      add_device(static_cast<int>(d), std::move(profile), file);
+      continue;
     }
-    add_device(static_cast<int>(d), std::move(profile));
+    // A device that names no profile of its own is priced by its preset's, where it has one.
+    const DevicePreset* preset =
+        spec.preset.empty() ? nullptr : PresetLibrary::instance().find_device(spec.preset);
+    if (preset && preset->profile)
+      add_device(static_cast<int>(d), preset->profile, preset->profile_file);
+    else
+      add_device(static_cast<int>(d), nullptr, "");
   }
   build_indices();
 }
@@ -215,7 +225,8 @@ CostModel::CostModel(const Cluster& cluster, const std::map<int, CalibrationProf
     const auto found = profiles.find(static_cast<int>(d));
     add_device(static_cast<int>(d),
                found == profiles.end() ? nullptr
-                                       : std::make_shared<const CalibrationProfile>(found->second));
+                                       : std::make_shared<const CalibrationProfile>(found->second),
+               cluster_.devices[d].profile.empty() ? "(in memory)" : cluster_.devices[d].profile);
   }
   build_indices();
 }
@@ -298,11 +309,12 @@ void CostModel::build_indices() {
   }
 }
 
-void CostModel::add_device(int device, std::shared_ptr<const CalibrationProfile> profile) {
+void CostModel::add_device(int device, std::shared_ptr<const CalibrationProfile> profile,
+                           const std::string& profile_file) {
   DeviceSpec& spec = cluster_.devices[device];
   DeviceModel model;
   if (profile) {
-    model.profile_file = spec.profile.empty() ? "(in memory)" : spec.profile;
+    model.profile_file = profile_file;
     overlay(spec.figures, profile->figures, model.profile_file);
     // The copy between the device and its host: a CPU's is host memory bandwidth.
     for (LinkSpec& link : cluster_.links) {

@@ -177,7 +177,9 @@ class CostModel {
 
   OpTime op_time_in(const Node& node, const Graph& graph, int device, double weight_bytes) const;
 
-  void add_device(int device, std::shared_ptr<const CalibrationProfile> profile);
+  // `profile_file`: where the profile came from, for figures' sources.
+  void add_device(int device, std::shared_ptr<const CalibrationProfile> profile,
+                  const std::string& profile_file);
   // `weight_bytes`: the weights of the run the op is part of (their working set).
   OpTime roofline(const Node& node, const Graph& graph, int device, double weight_bytes) const;
   double vector_op_rate(const DeviceModel& model, const Node& node, Precision precision) const;

@@ -23,21 +23,6 @@ namespace {
 
 int hardware_cores() { return std::max(1u, std::thread::hardware_concurrency()); }
 
-// A preset's figures for a device; CPU compute peaks scale with the cores it may use.
-DeviceFigures preset_figures(const DevicePreset& preset, int cores) {
-  DeviceFigures figures = preset.figures;
-  if (!preset.compute_per_core) return figures;
-  const int used = cores > 0 ? cores : hardware_cores();  // cores_used's rule
-  for (auto* peaks : {&figures.matrix_flops, &figures.vector_flops}) {
-    for (Figure& peak : *peaks) {
-      if (!peak.known()) continue;
-      peak.value *= used;
-      peak.source += "; x " + std::to_string(used) + " cores";
-    }
-  }
-  return figures;
-}
-
 // Measured figures replace preset ones where the profile has them.
 void apply_profile(DeviceFigures& figures, const CalibrationProfile& profile,
                    const std::string& path) {
@@ -57,6 +42,24 @@ void apply_profile(DeviceFigures& figures, const CalibrationProfile& profile,
   take(figures.run_overhead, profile.figures.run_overhead);
   take(figures.handoff_latency, profile.figures.handoff_latency);
   take(figures.price_per_hour, profile.figures.price_per_hour);
+}
+
+// A preset's figures for a device; CPU compute peaks scale with the cores it may use, and the
+// preset's own calibration, where it has one, replaces what it measured.
+DeviceFigures preset_figures(const DevicePreset& preset, int cores) {
+  DeviceFigures figures = preset.figures;
+  if (preset.compute_per_core) {
+    const int used = cores > 0 ? cores : hardware_cores();  // cores_used's rule
+    for (auto* peaks : {&figures.matrix_flops, &figures.vector_flops}) {
+      for (Figure& peak : *peaks) {
+        if (!peak.known()) continue;
+        peak.value *= used;
+        peak.source += "; x " + std::to_string(used) + " cores";
+      }
+    }
+  }
+  if (preset.profile) apply_profile(figures, *preset.profile, preset.profile_file);
+  return figures;
 }
 
 LinkSpec link_from_preset(const LinkPreset& preset) {
@@ -698,21 +701,26 @@ std::variant<DeviceSpec, std::string> merged_cpu(const Cluster& cluster, const H
   whole.line = host.line;
   if (cluster.device_index(whole.id) >= 0) return "a device is already named " + whole.id;
   bool every_core = false, profiled = false;
+  // The whole is the CPU backend on every core: its figures are its CPU backend devices' (a
+  // PJRT plugin's preset prices XLA's programs, not the CPU backend's kernels).
+  const auto cpu_backend = std::find_if(members.begin(), members.end(), [&](int d) {
+    return cluster.devices[d].backend == BackendKind::kCpu;
+  });
+  const std::string& cpu_preset = cluster.devices[*cpu_backend].preset;
   for (int d : members) {
     const DeviceSpec& device = cluster.devices[d];
     every_core |= device.cores == 0;
     whole.cores += device.cores;
     profiled |= !device.profile.empty();
-    if (device.preset != cluster.devices[members[0]].preset)
-      return "its CPU devices name different presets (" + cluster.devices[members[0]].preset +
-             ", " + device.preset + ")";
+    if (device.backend == BackendKind::kCpu && device.preset != cpu_preset)
+      return "its CPU devices name different presets (" + cpu_preset + ", " + device.preset + ")";
     for (const LinkSpec& link : cluster.links) {
       if (!link.implicit && (link.from == device.id || link.to == device.id))
         return device.id + " has links of its own";
     }
   }
   if (every_core) whole.cores = 0;
-  whole.preset = cluster.devices[members[0]].preset;
+  whole.preset = cpu_preset;
   const DevicePreset* preset =
       whole.preset.empty() ? nullptr : PresetLibrary::instance().find_device(whole.preset);
   if (!preset && host.profile.empty())

@@ -37,7 +37,8 @@ DevicePreset read_device_preset(const YamlFile& file, const std::string& name,
                                 const YAML::Node& node, const Citations& citations) {
   const std::string field = "devices." + name;
   file.expect_map(node, field);
-  std::vector<std::string_view> keys = {"title", "kind", "host_link", "compute_per_core", "notes"};
+  std::vector<std::string_view> keys = {"title",   "kind", "host_link", "compute_per_core",
+                                        "profile", "notes"};
   keys.insert(keys.end(), device_figure_keys().begin(), device_figure_keys().end());
   file.check_keys(node, field, keys);
   DevicePreset preset;
@@ -63,6 +64,18 @@ DevicePreset read_device_preset(const YamlFile& file, const std::string& name,
   }
   preset.notes = read_notes(file, node["notes"], field + ".notes");
   read_device_figures(file, node, field, &citations, preset.figures);
+  if (node["profile"]) {
+    const std::string named = file.scalar(node["profile"], field + ".profile");
+    preset.profile_file =
+        (std::filesystem::path(file.path()).parent_path() / named).lexically_normal().string();
+    auto profile = std::make_shared<CalibrationProfile>(read_profile(preset.profile_file));
+    if (profile->kind != preset.kind) {
+      file.fail(node["profile"], field + ".profile",
+                "the profile measured a " + std::string(device_kind_name(profile->kind)) +
+                    ", not a " + std::string(device_kind_name(preset.kind)));
+    }
+    preset.profile = std::move(profile);
+  }
   return preset;
 }
 

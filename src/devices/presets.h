@@ -1,10 +1,12 @@
 #pragma once
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "devices/cluster.h"
+#include "devices/profile.h"
 
 namespace tandem {
 
@@ -19,6 +21,11 @@ struct DevicePreset {
   std::string host_link;
   // CPU presets give compute peaks per core; a device multiplies them by its cores.
   bool compute_per_core = false;
+  // A calibration of one such device (`profile:`, beside the preset file), for a kind whose ops'
+  // times a few peaks cannot give (a compiled device's program step, fusion and convolutions):
+  // its figures replace the preset's and its curves price a device that names no profile.
+  std::shared_ptr<const CalibrationProfile> profile;
+  std::string profile_file;
   std::vector<std::string> notes;
   std::string file;
   int line = 0;

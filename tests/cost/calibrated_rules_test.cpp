@@ -422,6 +422,26 @@ TEST(CalibratedCost, ConvolutionsTakeTheirOwnCurveWhereTheProfileHasOne) {
   EXPECT_NE(as_gemm.compute_seconds, time.compute_seconds);
 }
 
+TEST(CalibratedCost, ADeviceWithoutAProfileIsPricedByItsPresetsCalibration) {
+  // The PJRT CPU plugin's preset carries a calibration of the plugin, curves included.
+  Cluster cluster = compute_cluster();
+  cluster.devices[kCpu].preset = "xla-cpu-plugin";
+  cluster.devices[kCpu].backend = BackendKind::kPjrt;
+  const CostModel model(cluster);
+  GraphBuilder builder;
+  const int x = builder.input("x", DType::kFloat32, {1, 64, 56, 56});
+  const Graph conv = builder.infer({builder.node(
+      "Conv", {x, builder.constant("w", DType::kFloat32, {64, 64, 3, 3})},
+      {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}})});
+  const OpTime time = time_of(model, conv);
+  EXPECT_NE(time.source.find("profiles/xla-cpu-plugin.json: convolutions"), std::string::npos)
+      << time.source;
+  // A device's own profile wins.
+  cluster.devices[kCpu].profile = "own.json";
+  const CostModel own(cluster, {{kCpu, cache_profile()}});
+  EXPECT_EQ(time_of(own, conv).source.find("profiles/xla-cpu-plugin.json"), std::string::npos);
+}
+
 TEST(CalibratedCost, AConvolutionPaysTheReordersOfItsNchwSides) {
   Cluster cluster = profiled_cluster();
   cluster.devices[kCpu].backend = BackendKind::kCpu;

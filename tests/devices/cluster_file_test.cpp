@@ -471,6 +471,39 @@ devices:
   EXPECT_EQ(view.cluster->devices[0].backend, BackendKind::kCpu);
 }
 
+TEST_F(ClusterFile, APresetsCalibrationGivesTheFiguresOfADeviceThatNamesNoProfile) {
+  const std::string devices = R"(hosts: [local]
+devices:
+  - {id: cpu0, preset: cpu-generic-avx2, host: local, backend: cpu, cores: 1}
+  - {id: pjrt0, preset: xla-cpu-plugin, host: local, backend: pjrt}
+)";
+  const Cluster cluster = load_cluster(write(devices));
+  const DeviceSpec& pjrt = cluster.devices[1];
+  // Not the device's own profile: a run's --calibrate-from-run folds nothing into the preset.
+  EXPECT_TRUE(pjrt.profile.empty());
+  ASSERT_TRUE(pjrt.figures.step_overhead.known());  // a figure only a compiled device has
+  EXPECT_NE(pjrt.figures.step_overhead.source.find("profiles/xla-cpu-plugin.json"),
+            std::string::npos)
+      << pjrt.figures.step_overhead.source;
+  EXPECT_FALSE(pjrt.figures.memory_bytes.known());  // the machine's own, not the VM's
+  // The whole machine is the CPU backend on every core: the CPU backend's preset prices it.
+  const WholeMachineView view = whole_machine_view(cluster);
+  ASSERT_TRUE(view.cluster) << view.why_not;
+  EXPECT_EQ(view.cluster->devices[0].preset, "cpu-generic-avx2");
+  EXPECT_FALSE(view.cluster->devices[0].figures.step_overhead.known());
+  // A profile of the device's own wins over its preset's.
+  CalibrationProfile own;
+  own.kind = DeviceKind::kCpu;
+  own.figures.step_overhead = {42e-6, "a program of one Add", ""};
+  write_profile((directory_ / "own.json").string(), own);
+  const Cluster profiled = load_cluster(write(R"(hosts: [local]
+devices:
+  - {id: pjrt0, preset: xla-cpu-plugin, host: local, backend: pjrt, profile: own.json}
+)"));
+  EXPECT_DOUBLE_EQ(profiled.devices[0].figures.step_overhead.value, 42e-6);
+  EXPECT_EQ(profiled.devices[0].profile, (directory_ / "own.json").string());
+}
+
 TEST_F(ClusterFile, NoWholeMachineViewWithoutSharedCores) {
   const WholeMachineView one = whole_machine_view(load_cluster(write(kOneGpu)));
   EXPECT_FALSE(one.cluster);

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "devices/profile.h"
 #include "devices/units.h"
 #include "ir/error.h"
 
@@ -31,9 +32,10 @@ std::vector<std::pair<std::string, Figure>> figures_of(const DeviceFigures& figu
 
 TEST(Presets, EveryAskedForDeviceExists) {
   const PresetLibrary& presets = PresetLibrary::instance();
-  for (const char* name : {"nvidia-a100-80gb", "nvidia-h100-sxm", "nvidia-h100-pcie", "nvidia-h200",
-                           "nvidia-b200", "nvidia-l4", "google-tpu-v4", "google-tpu-v5e",
-                           "google-tpu-v5p", "google-tpu-v6e", "cpu-generic-avx2"}) {
+  for (const char* name :
+       {"nvidia-a100-80gb", "nvidia-h100-sxm", "nvidia-h100-pcie", "nvidia-h200", "nvidia-b200",
+        "nvidia-l4", "google-tpu-v4", "google-tpu-v5e", "google-tpu-v5p", "google-tpu-v6e",
+        "cpu-generic-avx2", "xla-cpu-plugin"}) {
     EXPECT_NE(presets.find_device(name), nullptr) << name;
   }
   for (const char* name :
@@ -145,6 +147,28 @@ TEST_F(BadPresets, FigureWithoutSource) {
   EXPECT_NE(error.find("line 5: devices.x.memory_bandwidth: a preset figure needs"),
             std::string::npos)
       << error;
+}
+
+TEST_F(BadPresets, ProfileMissingOrOfAnotherKind) {
+  const std::string missing = error_of(R"(devices:
+  x:
+    title: X
+    kind: cpu
+    profile: profiles/none.json
+)");
+  EXPECT_NE(missing.find("profiles/none.json"), std::string::npos) << missing;
+  CalibrationProfile gpu;
+  gpu.kind = DeviceKind::kGpu;
+  write_profile((directory_ / "gpu.json").string(), gpu);
+  const std::string other = error_of(R"(devices:
+  x:
+    title: X
+    kind: cpu
+    profile: gpu.json
+)");
+  EXPECT_NE(other.find("devices.x.profile: the profile measured a gpu, not a cpu"),
+            std::string::npos)
+      << other;
 }
 
 TEST_F(BadPresets, UnknownCitation) {
