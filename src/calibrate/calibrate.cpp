@@ -247,7 +247,8 @@ class Suite {
   // a chain of them. A model's program pays that wake once at most, and its other ops hide it
   // (bert and gpt at batch 2 were priced 55-125% slow with it in every product). A lone product
   // paid it in some seconds and not in others, so a lone product less a wake measured apart
-  // came out at up to 4x the machine's peak (128^3 at 711 GFLOP/s, 256^3 at 290). So such a
+  // came out at up to 4x the machine's peak (4096x64x64 at 1.2 TFLOP/s; 128^3 at 711 GFLOP/s
+  // beside 256^3 at 290). So such a
   // product is timed as a model holds it: a chain of further products less the chain's first,
   // per further product, with at least 2 ms of them (8 at most) to outweigh the wake.
   static constexpr int64_t kThreadedProduct = int64_t{128} * 128 * 128;

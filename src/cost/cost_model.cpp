@@ -198,22 +198,19 @@ CostModel::CostModel(const Cluster& cluster, CostOptions options)
   std::map<std::string, std::shared_ptr<const CalibrationProfile>> by_file;
   for (size_t d = 0; d < cluster_.devices.size(); ++d) {
     const DeviceSpec& spec = cluster_.devices[d];
-    const std::string& file = spec.profile;
     std::shared_ptr<const CalibrationProfile> profile;
+    std::string file = spec.profile;
     if (!file.empty()) {
       auto& loaded = by_file[file];
       if (!loaded) loaded = std::make_shared<const CalibrationProfile>(read_profile(file));
       profile = loaded;
-      add_device(static_cast<int>(d), std::move(profile), file);
-      continue;
+    } else if (const DevicePreset* preset = PresetLibrary::instance().find_device(spec.preset);
+               preset && preset->profile) {
+      // A device that names no profile of its own is priced by its preset's, where it has one.
+      profile = preset->profile;
+      file = preset->profile_file;
     }
-    // A device that names no profile of its own is priced by its preset's, where it has one.
-    const DevicePreset* preset =
-        spec.preset.empty() ? nullptr : PresetLibrary::instance().find_device(spec.preset);
-    if (preset && preset->profile)
-      add_device(static_cast<int>(d), preset->profile, preset->profile_file);
-    else
-      add_device(static_cast<int>(d), nullptr, "");
+    add_device(static_cast<int>(d), std::move(profile), file);
   }
   build_indices();
 }

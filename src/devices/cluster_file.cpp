@@ -690,7 +690,8 @@ bool runs_on_host_cores(const DeviceSpec& device) {
          (device.backend == BackendKind::kCpu || device.backend == BackendKind::kPjrt);
 }
 
-// The host's CPU devices as one, or why they cannot be: `members` are their indices.
+// The host's CPU devices as one, or why they cannot be: `members` are their indices, one of them
+// at least on the CPU backend (whole_machine_view merges no host without one).
 std::variant<DeviceSpec, std::string> merged_cpu(const Cluster& cluster, const HostSpec& host,
                                                  const std::vector<int>& members) {
   DeviceSpec whole;
