@@ -7,11 +7,12 @@ one calibrated WITHOUT --model (micro-benchmarks only: the honest prediction), a
 every zoo model's ops timed (--model: per-op history, which should come close by construction).
 Prints median and p90 relative error (|predicted - measured| / measured) and writes JSON. With
 --baseline-profile, each model is also priced on another profile (the same one less a rule,
-say), beside the same measurements.
+say), beside the same measurements; with --baseline-predict, by another build's predict_model
+(the same cost model less a rule), on the same profile unless --baseline-profile names one.
 
 Usage: .venv/bin/python bench/predict_vs_measure.py [--threads 2] [--iterations 50]
            [--rounds 3] [--models a,b] [--profile FILE] [--history-profile FILE]
-           [--baseline-profile FILE] [--markdown]
+           [--baseline-profile FILE] [--baseline-predict BINARY] [--markdown]
 
 The measured time of a model is the median over rounds of each round's median: models take
 turns, so a burst of load from other processes hits one round rather than one model. Beside it,
@@ -163,6 +164,8 @@ def main():
     parser.add_argument("--history-profile", default="", help="reuse a profile made with --model")
     parser.add_argument("--baseline-profile", default="",
                         help="also price each model on this profile, beside the same measurements")
+    parser.add_argument("--baseline-predict", default="",
+                        help="also price each model with this predict_model (another build)")
     parser.add_argument("--json", default=os.path.join(REPO, "bench", "predict_vs_measure.json"))
     parser.add_argument("--markdown", action="store_true", help="also print markdown tables")
     args = parser.parse_args()
@@ -230,12 +233,13 @@ def main():
         row["error"] = relative_error(row["predicted_ms"], measured_ms)
         row["history_error"] = relative_error(row["history_ms"], measured_ms)
         row["fast_phase_error"] = relative_error(row["predicted_ms"], fast_ms)
-        if args.baseline_profile:
-            baseline = predict(args.predict, args.zoo, entry, args.baseline_profile)
+        if args.baseline_profile or args.baseline_predict:
+            baseline = predict(args.baseline_predict or args.predict, args.zoo, entry,
+                               args.baseline_profile or plain)
             row["baseline_ms"] = baseline["total_seconds"] * 1e3
             row["baseline_error"] = relative_error(row["baseline_ms"], measured_ms)
             row["baseline_fast_phase_error"] = relative_error(row["baseline_ms"], fast_ms)
-            print(f"{'':24} baseline profile {row['baseline_ms']:10.4f} "
+            print(f"{'':24} baseline {row['baseline_ms']:10.4f} "
                   f"{row['baseline_error']:7.1%}   fast phase {row['baseline_fast_phase_error']:7.1%}",
                   flush=True)
         rows.append(row)
@@ -277,7 +281,7 @@ def main():
         **({"model_on_baseline_profile": summary([row["baseline_error"] for row in rows]),
             "model_on_baseline_profile_vs_fast_phase":
                 summary([row["baseline_fast_phase_error"] for row in rows])}
-           if args.baseline_profile else {}),
+           if args.baseline_profile or args.baseline_predict else {}),
         "op_type_per_model": summary([row["error"] for row in op_rows]),
         "op_type_per_model_with_history": summary([row["history_error"] for row in op_rows]),
     }
@@ -299,7 +303,8 @@ def main():
               "profile_figures": {row["figure"]: row["value"] for row in plain_summary},
               "load_average": {"before": load_before, "after": os.getloadavg()},
               "profiles": {"plain": plain, "history": history,
-                           "baseline": args.baseline_profile},
+                           "baseline": args.baseline_profile,
+                           "baseline_predict": args.baseline_predict},
               "iterations": args.iterations, "rounds": args.rounds, "errors": errors, "models": rows,
               "op_types": by_type, "op_types_per_model": op_rows}
     with open(args.json, "w") as f:
@@ -308,13 +313,14 @@ def main():
     print(f"wrote {args.json}")
 
     if args.markdown:
-        extra = " baseline profile ms | error |" if args.baseline_profile else ""
+        baseline = args.baseline_profile or args.baseline_predict
+        extra = " baseline ms | error |" if baseline else ""
         print("\n| model | measured ms | predicted ms | error | with history ms | error "
               "| fast phase ms | error |" + extra)
         print("|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if extra else ""))
         for row in rows:
             cells = (f" {row['baseline_ms']:.4f} | {row['baseline_error']:.1%} |"
-                     if args.baseline_profile else "")
+                     if baseline else "")
             print(f"| {row['model']} | {row['measured_ms']:.4f} | {row['predicted_ms']:.4f} | "
                   f"{row['error']:.1%} | {row['history_ms']:.4f} | {row['history_error']:.1%} | "
                   f"{row['fast_phase_ms']:.4f} | {row['fast_phase_error']:.1%} |" + cells)

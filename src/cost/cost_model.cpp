@@ -129,9 +129,10 @@ int64_t padding_granule(DeviceKind kind, const DeviceFigures& figures, const Rat
   return tile;
 }
 
-// Replaces every figure the profile measured, marking its source as the calibration's.
+// Replaces every figure the profile measured, marking its source as the calibration's; a figure
+// the cluster file gives stays: the file's own figures are its author's word over any source.
 void overlay(Figure& figure, const Figure& measured, const std::string& file) {
-  if (!measured.known()) return;
+  if (!measured.known() || figure.source.starts_with("cluster file")) return;
   figure = measured;
   if (figure.source.rfind("calibration", 0) != 0) {
     figure.source = "calibration " + file + ": " + figure.source;
@@ -487,6 +488,56 @@ std::vector<double> product_input_bytes_by_node(const Graph& graph) {
   return by_node;
 }
 
+// Per node of `graph`: how far back its inputs were last touched, as the bytes of the distinct
+// tensors touched since (theirs included; constants too, which share the caches), the largest
+// over its inputs that an op of the graph wrote or read before it. A tensor is touched by the
+// ops that write or read it (a view's output is its input's memory, and a view touches
+// nothing). The calibration's bandwidth curve times an op run again and again, whose inputs
+// were last touched one run of it before: its own bytes back. In a model an input may come from
+// further back (a residual, a tensor read after larger ops), past the cache the op's bytes
+// alone fit in. Stack distances at tensor granularity: a Fenwick tree over node indices holds
+// each tensor's bytes at its latest touch.
+std::vector<double> reuse_distance_by_node(const Graph& graph) {
+  const Writers writers(graph);
+  const size_t count = graph.nodes.size();
+  std::vector<double> by_node(count, 0), tree(count + 1, 0);
+  const auto add = [&](size_t at, double bytes) {
+    for (size_t i = at + 1; i <= count; i += i & (~i + 1)) tree[i] += bytes;
+  };
+  const auto below = [&](size_t end) {  // bytes held at nodes [0, end)
+    double sum = 0;
+    for (size_t i = end; i > 0; i -= i & (~i + 1)) sum += tree[i];
+    return sum;
+  };
+  std::vector<int> latest(graph.values.size(), -1);
+  const auto bytes_of = [&](int memory) {
+    const Value& value = graph.values[static_cast<size_t>(memory)];
+    if (value.is_constant()) return static_cast<double>(value.constant.nbytes());
+    return is_static(value.type.shape) ? type_bytes(value.type) : 0.0;
+  };
+  for (size_t i = 0; i < count; ++i) {
+    const Node& node = graph.nodes[i];
+    if (is_view(node)) continue;
+    std::vector<int> touched;
+    for (int in : graph.values_read(node)) {
+      const int memory = writers.memory_of(in);
+      if (std::find(touched.begin(), touched.end(), memory) != touched.end()) continue;
+      touched.push_back(memory);
+      if (latest[memory] >= 0 && !graph.values[memory].is_constant())
+        by_node[i] = std::max(by_node[i], below(i) - below(static_cast<size_t>(latest[memory])));
+    }
+    for (int out : node.outputs)
+      if (out >= 0) touched.push_back(out);
+    for (int memory : touched) {
+      const double bytes = bytes_of(memory);
+      if (latest[memory] >= 0) add(static_cast<size_t>(latest[memory]), -bytes);
+      add(i, bytes);
+      latest[memory] = static_cast<int>(i);
+    }
+  }
+  return by_node;
+}
+
 double CostModel::per_node_figure(std::map<const Graph*, NodeFigures>& cache, const Node& node,
                                   const Graph& graph,
                                   std::vector<double> (*compute)(const Graph&)) const {
@@ -506,6 +557,10 @@ double CostModel::bytes_inside_loops(const Node& node, const Graph& graph) const
 
 double CostModel::product_output_bytes_read(const Node& node, const Graph& graph) const {
   return per_node_figure(product_output_bytes_, node, graph, product_output_bytes_by_node);
+}
+
+double CostModel::reuse_distance(const Node& node, const Graph& graph) const {
+  return per_node_figure(reuse_distances_, node, graph, reuse_distance_by_node);
 }
 
 double CostModel::product_input_bytes_written(const Node& node, const Graph& graph) const {
@@ -820,7 +875,12 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
                                 std::max(weight_bytes, constant_bytes));
     }
     if (other_bytes > 0) {
-      const double seconds = add(other_bytes, model.bandwidth, moved_bytes);
+      // An eager device reads an input touched further back than the op's own bytes at the
+      // rate of the cache that distance fits in (a program's buffers are XLA's to place).
+      const double working_set = figures.step_overhead.known()
+                                     ? moved_bytes
+                                     : std::max(moved_bytes, reuse_distance(node, graph));
+      const double seconds = add(other_bytes, model.bandwidth, working_set);
       if (streamed == 0) time.weight_seconds = seconds * constant_bytes / other_bytes;
     }
     memory_source = "calibration " + model.profile_file;

@@ -158,6 +158,9 @@ class CostModel {
   // itself a product or a view, is the first in the graph's order to read; cached by graph; 0
   // for a node not of `graph`.
   double product_output_bytes_read(const Node& node, const Graph& graph) const;
+  // How far back `node`'s inputs were last touched, in bytes of the distinct tensors touched
+  // since (reuse_distance_by_node); cached by graph; 0 for a node not of `graph`.
+  double reuse_distance(const Node& node, const Graph& graph) const;
   // Bytes of `node`'s outputs that a matrix product reads (through views), `node` not itself a
   // product or a view; cached by graph; 0 for a node not of `graph`.
   double product_input_bytes_written(const Node& node, const Graph& graph) const;
@@ -226,6 +229,7 @@ class CostModel {
   mutable std::map<const Graph*, NodeFigures> loop_bytes_;
   mutable std::map<const Graph*, NodeFigures> product_output_bytes_;
   mutable std::map<const Graph*, NodeFigures> product_input_bytes_;
+  mutable std::map<const Graph*, NodeFigures> reuse_distances_;
 };
 
 }  // namespace tandem

@@ -85,6 +85,43 @@ TEST(CalibratedCost, InCacheTensorMovesAtTheInCacheBandwidth) {
   EXPECT_NEAR(time_of(plain, small).memory_seconds, small.nodes[0].cost.bytes / 20e9, 1e-15);
 }
 
+TEST(CalibratedCost, AnInputTouchedFarBackMovesAtTheRateOfTheCacheThatDistanceFitsIn) {
+  const CostModel model(profiled_cluster(), {{kCpu, cache_profile()}});
+  // An Add of two 256 KiB tensors, each written by a Neg: just before, or one before 128 MiB
+  // of other traffic (a Neg of 64 MiB between).
+  const auto graph = [](bool far) {
+    GraphBuilder builder;
+    const int x = builder.input("x", DType::kFloat32, {64 << 10});
+    const int x2 = builder.input("x2", DType::kFloat32, {64 << 10});
+    const int a = builder.node("Neg", {x});
+    std::vector<int> outputs;
+    if (far)
+      outputs.push_back(builder.node("Neg", {builder.input("y", DType::kFloat32, {16 << 20})}));
+    const int f = builder.node("Neg", {x2});
+    outputs.push_back(builder.node("Add", {a, f}));
+    return builder.infer(outputs);
+  };
+  const Graph near = graph(false), far = graph(true);
+  const auto add_time = [&](const Graph& g) { return model.op_time(g.nodes.back(), g, kCpu); };
+  ASSERT_EQ(far.nodes.size(), 4u);
+  // Near: the op's own 768 KiB and 1 MiB since `a` was written, in cache at 200 GB/s.
+  EXPECT_NEAR(add_time(near).memory_seconds, near.nodes.back().cost.bytes / 200e9, 1e-15);
+  // Far: 129 MiB since `a` was written (x, a, y, its Neg's output, x2, f), at the curve's rate
+  // there, as a lone Add of that many bytes moves them.
+  const double distance = 4.0 * (4 * (64 << 10) + 2 * (16 << 20));
+  const Graph lone = add(static_cast<int64_t>(distance / 12));
+  const double rate = lone.nodes[0].cost.bytes / time_of(model, lone).memory_seconds;
+  EXPECT_NEAR(add_time(far).memory_seconds, far.nodes.back().cost.bytes / rate, 1e-12);
+  EXPECT_GT(add_time(far).memory_seconds, 10 * add_time(near).memory_seconds);
+  // The Neg between reads a graph input: nothing touched it before, its own bytes price it, as
+  // they do a Neg alone.
+  GraphBuilder builder;
+  const Graph alone =
+      builder.infer({builder.node("Neg", {builder.input("y", DType::kFloat32, {16 << 20})})});
+  EXPECT_EQ(model.op_time(far.nodes[1], far, kCpu).memory_seconds,
+            time_of(model, alone).memory_seconds);
+}
+
 TEST(CalibratedCost, WeightsMoveAtTheRateOfAllTheRunsWeights) {
   // A 2-row MatMul by 1 MiB of weights, in a graph with 1 MiB or 64 MiB of weights in all.
   const auto graph = [](int64_t extra_weights) {
@@ -440,6 +477,26 @@ TEST(CalibratedCost, ADeviceWithoutAProfileIsPricedByItsPresetsCalibration) {
   cluster.devices[kCpu].profile = "own.json";
   const CostModel own(cluster, {{kCpu, cache_profile()}});
   EXPECT_EQ(time_of(own, conv).source.find("profiles/xla-cpu-plugin.json"), std::string::npos);
+}
+
+TEST(CalibratedCost, TheClusterFilesOwnFiguresWinOverTheProfilesAndThePresetsCalibrations) {
+  CalibrationProfile profile = cache_profile();
+  profile.figures.launch_overhead = {2e-6, "chain of Adds"};
+  profile.figures.memory_bandwidth = {30e9, "Add of 64 MiB tensors"};
+  Cluster cluster = profiled_cluster();
+  cluster.devices[kCpu].figures.launch_overhead = {9e-6, "cluster file c.yaml line 7"};
+  const CostModel model(cluster, {{kCpu, profile}});
+  // The file's launch overhead stays; the bandwidth, not in the file, is the profile's.
+  EXPECT_EQ(model.figures(kCpu).launch_overhead.value, 9e-6);
+  EXPECT_EQ(model.figures(kCpu).launch_overhead.source, "cluster file c.yaml line 7");
+  EXPECT_EQ(model.figures(kCpu).memory_bandwidth.value, 30e9);
+  EXPECT_EQ(time_of(model, add(16)).overhead_seconds, 9e-6);
+  // Over a preset's calibration too: a PJRT device of the plugin's preset, its step set by hand.
+  Cluster plugin = compute_cluster();
+  plugin.devices[kCpu].preset = "xla-cpu-plugin";
+  plugin.devices[kCpu].backend = BackendKind::kPjrt;
+  plugin.devices[kCpu].figures.step_overhead = {1e-3, "cluster file c.yaml line 9"};
+  EXPECT_EQ(CostModel(plugin).figures(kCpu).step_overhead.value, 1e-3);
 }
 
 TEST(CalibratedCost, AConvolutionPaysTheReordersOfItsNchwSides) {
