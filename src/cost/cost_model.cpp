@@ -488,19 +488,20 @@ std::vector<double> product_input_bytes_by_node(const Graph& graph) {
   return by_node;
 }
 
-// Per node of `graph`: how far back its inputs were last touched, as the bytes of the distinct
-// tensors touched since (theirs included; constants too, which share the caches), the largest
-// over its inputs that an op of the graph wrote or read before it. A tensor is touched by the
-// ops that write or read it (a view's output is its input's memory, and a view touches
-// nothing). The calibration's bandwidth curve times an op run again and again, whose inputs
-// were last touched one run of it before: its own bytes back. In a model an input may come from
-// further back (a residual, a tensor read after larger ops), past the cache the op's bytes
-// alone fit in. Stack distances at tensor granularity: a Fenwick tree over node indices holds
-// each tensor's bytes at its latest touch.
-std::vector<double> reuse_distance_by_node(const Graph& graph) {
+// Per node of `graph`: how far back each of its inputs was last touched, as the bytes of the
+// distinct tensors touched since (its own included; constants too, which share the caches), for
+// each input that an op of the graph wrote or read before it (constants left out: weights have
+// their own curve). A tensor is touched by the ops that write or read it (a view's output is
+// its input's memory, and a view touches nothing). The calibration's bandwidth curve times an
+// op run again and again, whose inputs were last touched one run of it before: its own bytes
+// back. In a model an input may come from further back (a residual, a tensor read after larger
+// ops), past the cache the op's bytes alone fit in. Stack distances at tensor granularity: a
+// Fenwick tree over node indices holds each tensor's bytes at its latest touch.
+std::vector<std::vector<InputDistance>> input_distances_by_node(const Graph& graph) {
   const Writers writers(graph);
   const size_t count = graph.nodes.size();
-  std::vector<double> by_node(count, 0), tree(count + 1, 0);
+  std::vector<std::vector<InputDistance>> by_node(count);
+  std::vector<double> tree(count + 1, 0);
   const auto add = [&](size_t at, double bytes) {
     for (size_t i = at + 1; i <= count; i += i & (~i + 1)) tree[i] += bytes;
   };
@@ -524,7 +525,8 @@ std::vector<double> reuse_distance_by_node(const Graph& graph) {
       if (std::find(touched.begin(), touched.end(), memory) != touched.end()) continue;
       touched.push_back(memory);
       if (latest[memory] >= 0 && !graph.values[memory].is_constant())
-        by_node[i] = std::max(by_node[i], below(i) - below(static_cast<size_t>(latest[memory])));
+        by_node[i].push_back(
+            {bytes_of(memory), below(i) - below(static_cast<size_t>(latest[memory]))});
     }
     for (int out : node.outputs)
       if (out >= 0) touched.push_back(out);
@@ -538,13 +540,14 @@ std::vector<double> reuse_distance_by_node(const Graph& graph) {
   return by_node;
 }
 
-double CostModel::per_node_figure(std::map<const Graph*, NodeFigures>& cache, const Node& node,
-                                  const Graph& graph,
-                                  std::vector<double> (*compute)(const Graph&)) const {
+template <typename Figure>
+Figure CostModel::per_node_figure(std::map<const Graph*, NodeFigures<Figure>>& cache,
+                                  const Node& node, const Graph& graph,
+                                  std::vector<Figure> (*compute)(const Graph&)) const {
   const std::optional<size_t> n = index_in(node, graph);
-  if (!n) return 0;
+  if (!n) return {};
   const std::lock_guard<std::mutex> lock(cache_mutex_);
-  NodeFigures& cached = cache[&graph];
+  NodeFigures<Figure>& cached = cache[&graph];
   if (cached.values != graph.values.size() || cached.nodes != graph.nodes.size() ||
       cached.by_node.size() != graph.nodes.size())
     cached = {graph.values.size(), graph.nodes.size(), compute(graph)};
@@ -559,8 +562,8 @@ double CostModel::product_output_bytes_read(const Node& node, const Graph& graph
   return per_node_figure(product_output_bytes_, node, graph, product_output_bytes_by_node);
 }
 
-double CostModel::reuse_distance(const Node& node, const Graph& graph) const {
-  return per_node_figure(reuse_distances_, node, graph, reuse_distance_by_node);
+std::vector<InputDistance> CostModel::input_distances(const Node& node, const Graph& graph) const {
+  return per_node_figure(input_distances_, node, graph, input_distances_by_node);
 }
 
 double CostModel::product_input_bytes_written(const Node& node, const Graph& graph) const {
@@ -842,15 +845,25 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
     if (compute_source.empty()) compute_source = source_of(*vector.figure, device);
   }
   std::string memory_source = source_of(figures.memory_bandwidth, device);
-  double constant_bytes = 0;
-  for (int in : node.inputs) {
-    if (in >= 0 && graph.values[in].is_constant())
-      constant_bytes += static_cast<double>(graph.values[in].constant.nbytes());
+  // The IR counts every input; one read twice (gpt's Mul(x, x)) moves once.
+  double constant_bytes = 0, repeated_bytes = 0;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const int in = node.inputs[i];
+    if (in < 0) continue;
+    const Value& value = graph.values[in];
+    const double bytes = value.is_constant() ? static_cast<double>(value.constant.nbytes())
+                         : is_static(value.type.shape) ? type_bytes(value.type)
+                                                       : 0.0;
+    if (std::find(node.inputs.begin(), node.inputs.begin() + i, in) != node.inputs.begin() + i)
+      repeated_bytes += bytes;
+    else if (value.is_constant())
+      constant_bytes += bytes;
   }
-  constant_bytes = std::min(constant_bytes, node.cost.bytes);
+  repeated_bytes = std::min(repeated_bytes, node.cost.bytes);
+  constant_bytes = std::min(constant_bytes, node.cost.bytes - repeated_bytes);
   // A device that runs programs (a step overhead: XLA through PJRT) fuses a chain of
   // elementwise ops into one loop: the values between them never reach memory.
-  double moved_bytes = node.cost.bytes + built_bytes;
+  double moved_bytes = node.cost.bytes - repeated_bytes + built_bytes;
   if (figures.step_overhead.known())
     moved_bytes -= std::min(bytes_inside_loops(node, graph), moved_bytes - constant_bytes);
   if (model.bandwidth.measured()) {
@@ -876,11 +889,18 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
     }
     if (other_bytes > 0) {
       // An eager device reads an input touched further back than the op's own bytes at the
-      // rate of the cache that distance fits in (a program's buffers are XLA's to place).
-      const double working_set = figures.step_overhead.known()
-                                     ? moved_bytes
-                                     : std::max(moved_bytes, reuse_distance(node, graph));
-      const double seconds = add(other_bytes, model.bandwidth, working_set);
+      // rate of the cache that distance fits in, the rest at its own bytes' (a program's buffers
+      // are XLA's to place).
+      double seconds = 0, near_bytes = other_bytes;
+      if (!figures.step_overhead.known()) {
+        for (const InputDistance& input : input_distances(node, graph)) {
+          if (input.distance <= moved_bytes) continue;
+          const double bytes = std::min(input.bytes, near_bytes);
+          near_bytes -= bytes;
+          seconds += add(bytes, model.bandwidth, input.distance);
+        }
+      }
+      seconds += add(near_bytes, model.bandwidth, moved_bytes);
       if (streamed == 0) time.weight_seconds = seconds * constant_bytes / other_bytes;
     }
     memory_source = "calibration " + model.profile_file;

@@ -58,6 +58,12 @@ struct CrossCoreBytes {
   double spread = 0, gather = 0;
 };
 
+// One input of a node that an op before it in the graph wrote or read: its bytes, and the bytes
+// of the distinct tensors touched since (its own included), the cache it is read from.
+struct InputDistance {
+  double bytes = 0, distance = 0;
+};
+
 // The time of ops and transfers on a cluster's devices and links (docs/COST_MODEL.md).
 class CostModel {
  public:
@@ -158,9 +164,9 @@ class CostModel {
   // itself a product or a view, is the first in the graph's order to read; cached by graph; 0
   // for a node not of `graph`.
   double product_output_bytes_read(const Node& node, const Graph& graph) const;
-  // How far back `node`'s inputs were last touched, in bytes of the distinct tensors touched
-  // since (reuse_distance_by_node); cached by graph; 0 for a node not of `graph`.
-  double reuse_distance(const Node& node, const Graph& graph) const;
+  // How far back each of `node`'s inputs was last touched, in bytes of the distinct tensors
+  // touched since (input_distances_by_node); cached by graph; none for a node not of `graph`.
+  std::vector<InputDistance> input_distances(const Node& node, const Graph& graph) const;
   // Bytes of `node`'s outputs that a matrix product reads (through views), `node` not itself a
   // product or a view; cached by graph; 0 for a node not of `graph`.
   double product_input_bytes_written(const Node& node, const Graph& graph) const;
@@ -170,13 +176,15 @@ class CostModel {
   // no splits or for a node not of `graph`.
   CrossCoreBytes cross_core_bytes(const Node& node, const Graph& graph, int device) const;
   // `node`'s figure in `cache`'s entry for `graph`, which `compute` (one figure per node) makes
-  // anew when the graph changed since it was made; 0 for a node not of `graph`.
+  // anew when the graph changed since it was made; Figure{} for a node not of `graph`.
+  template <typename Figure = double>
   struct NodeFigures {
     size_t values = 0, nodes = 0;  // the graph's size when made, to notice a new graph
-    std::vector<double> by_node;
+    std::vector<Figure> by_node;
   };
-  double per_node_figure(std::map<const Graph*, NodeFigures>& cache, const Node& node,
-                         const Graph& graph, std::vector<double> (*compute)(const Graph&)) const;
+  template <typename Figure>
+  Figure per_node_figure(std::map<const Graph*, NodeFigures<Figure>>& cache, const Node& node,
+                         const Graph& graph, std::vector<Figure> (*compute)(const Graph&)) const;
 
   OpTime op_time_in(const Node& node, const Graph& graph, int device, double weight_bytes) const;
 
@@ -226,10 +234,10 @@ class CostModel {
   mutable std::map<const Graph*, WeightBytes> weight_bytes_;
   mutable BackendCache<ActivationLayout> layouts_;
   mutable BackendCache<CrossCoreBytes> cross_cores_;
-  mutable std::map<const Graph*, NodeFigures> loop_bytes_;
-  mutable std::map<const Graph*, NodeFigures> product_output_bytes_;
-  mutable std::map<const Graph*, NodeFigures> product_input_bytes_;
-  mutable std::map<const Graph*, NodeFigures> reuse_distances_;
+  mutable std::map<const Graph*, NodeFigures<>> loop_bytes_;
+  mutable std::map<const Graph*, NodeFigures<>> product_output_bytes_;
+  mutable std::map<const Graph*, NodeFigures<>> product_input_bytes_;
+  mutable std::map<const Graph*, NodeFigures<std::vector<InputDistance>>> input_distances_;
 };
 
 }  // namespace tandem

@@ -106,13 +106,15 @@ TEST(CalibratedCost, AnInputTouchedFarBackMovesAtTheRateOfTheCacheThatDistanceFi
   ASSERT_EQ(far.nodes.size(), 4u);
   // Near: the op's own 768 KiB and 1 MiB since `a` was written, in cache at 200 GB/s.
   EXPECT_NEAR(add_time(near).memory_seconds, near.nodes.back().cost.bytes / 200e9, 1e-15);
-  // Far: 129 MiB since `a` was written (x, a, y, its Neg's output, x2, f), at the curve's rate
-  // there, as a lone Add of that many bytes moves them.
+  // Far: 129 MiB since `a` was written (x, a, y, its Neg's output, x2, f): `a` moves at the
+  // curve's rate there, as a lone Add of that many bytes moves them; `f` and the sum, touched
+  // just before and now, at the op's own in-cache rate.
   const double distance = 4.0 * (4 * (64 << 10) + 2 * (16 << 20));
   const Graph lone = add(static_cast<int64_t>(distance / 12));
-  const double rate = lone.nodes[0].cost.bytes / time_of(model, lone).memory_seconds;
-  EXPECT_NEAR(add_time(far).memory_seconds, far.nodes.back().cost.bytes / rate, 1e-12);
-  EXPECT_GT(add_time(far).memory_seconds, 10 * add_time(near).memory_seconds);
+  const double far_rate = lone.nodes[0].cost.bytes / time_of(model, lone).memory_seconds;
+  const double tensor = 4.0 * (64 << 10);
+  EXPECT_NEAR(add_time(far).memory_seconds, tensor / far_rate + 2 * tensor / 200e9, 1e-12);
+  EXPECT_GT(add_time(far).memory_seconds, 4 * add_time(near).memory_seconds);
   // The Neg between reads a graph input: nothing touched it before, its own bytes price it, as
   // they do a Neg alone.
   GraphBuilder builder;

@@ -1,5 +1,6 @@
 // Tests of the elementwise family: schemas (shapes, dtypes, folding, errors) and CPU kernels.
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "ir/error.h"
@@ -218,6 +219,35 @@ TEST(Elementwise, WhereMovesFloat16Bytes) {
   const Tensor b = Tensor::from_vector(DType::kFloat16, {}, std::vector<uint16_t>{0});
   expect_equal(run1("Where", {boolean({2}, {0, 1}), a, b}),
                Tensor::from_vector(DType::kFloat16, {2}, std::vector<uint16_t>{0, 0x4000}));
+}
+
+TEST(Elementwise, WhereOfLongRowsKeepsEveryBitOfTheValueChosen) {
+  // A causal mask over rows of 1,000 (the vector loop and its tail), NaN and -inf kept.
+  const int64_t rows = 3, columns = 1000;
+  std::vector<uint8_t> mask(rows * columns);
+  std::vector<float> scores(rows * columns), expected(rows * columns);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < columns; ++c) {
+      const int64_t i = r * columns + c;
+      mask[i] = c <= r * 400 ? 1 : 0;
+      scores[i] = c % 7 == 0 ? kNaN : static_cast<float>(i) * 0.5f;
+      expected[i] = mask[i] ? scores[i] : -kInf;
+    }
+  }
+  const Tensor out = run1("Where", {boolean({1, rows, columns}, mask),
+                                    f32({2, rows, columns},
+                                        [&] {
+                                          std::vector<float> both = scores;
+                                          both.insert(both.end(), scores.begin(), scores.end());
+                                          return both;
+                                        }()),
+                                    f32({}, {-kInf})});
+  ASSERT_EQ(out.shape(), (Shape{2, rows, columns}));
+  for (int64_t i = 0; i < 2 * rows * columns; ++i) {
+    const float want = expected[i % (rows * columns)];
+    const float got = out.data<float>()[i];
+    ASSERT_EQ(std::memcmp(&want, &got, sizeof(float)), 0) << i;
+  }
 }
 
 TEST(Elementwise, WhereNeedsBoolCondition) {

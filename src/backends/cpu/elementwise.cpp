@@ -158,20 +158,24 @@ void variadic_kernel(const Node& node, std::span<const Tensor> inputs, std::span
   });
 }
 
-// One row of Where; each operand is a contiguous run or a single repeated value.
+// One row of Where; each operand is a contiguous run or a single repeated value (T an unsigned
+// integer of the element's size). The choice is a mask made of the condition's byte read as a
+// byte: GCC vectorizes neither a select of T by a bool nor a bool's widening, and the scalar
+// loop made gpt's causal mask (2x8x128x128) take 63 us, against 12 for an Add of a scalar.
 template <bool kContiguousCond, bool kContiguousX, bool kContiguousY, typename T>
-void where_row(const bool* cond, const T* x, const T* y, T* out, int64_t length) {
-  const bool c0 = *cond;
+void where_row(const uint8_t* cond, const T* x, const T* y, T* out, int64_t length) {
+  const uint8_t c0 = *cond;
   const T x0 = *x;
   const T y0 = *y;
   for (int64_t i = 0; i < length; ++i) {
-    out[i] =
-        (kContiguousCond ? cond[i] : c0) ? (kContiguousX ? x[i] : x0) : (kContiguousY ? y[i] : y0);
+    const T take_x = static_cast<T>(T{0} - static_cast<T>(kContiguousCond ? cond[i] : c0));
+    out[i] = static_cast<T>(((kContiguousX ? x[i] : x0) & take_x) |
+                            ((kContiguousY ? y[i] : y0) & static_cast<T>(~take_x)));
   }
 }
 
 template <typename T>
-using WhereRowFn = void (*)(const bool*, const T*, const T*, T*, int64_t);
+using WhereRowFn = void (*)(const uint8_t*, const T*, const T*, T*, int64_t);
 
 template <typename T>
 constexpr WhereRowFn<T> kWhereRows[8] = {
@@ -188,7 +192,8 @@ void where_kernel(const Node&, std::span<const Tensor> inputs, std::span<Tensor>
   dispatch_by_size(out.dtype(), [&]<typename T>() {
     const WhereRowFn<T> row =
         kWhereRows<T>[plan.contiguous(0) * 4 + plan.contiguous(1) * 2 + plan.contiguous(2)];
-    const bool* cond = inputs[0].data<bool>();
+    // A bool tensor holds bytes of 0 or 1.
+    const auto* cond = reinterpret_cast<const uint8_t*>(inputs[0].data<bool>());
     const T* x = inputs[1].data<T>();
     const T* y = inputs[2].data<T>();
     T* dst = out.data<T>();
