@@ -345,6 +345,24 @@ TEST(Tensor, ConcatShapesAndErrors) {
   EXPECT_THROW(infer1("Concat", {info(DType::kFloat32, {2, 3})}), InputError);
 }
 
+TEST(Tensor, ConcatAndSplitOfOneOuterIndexAcrossTheThreads) {
+  // Pieces of 1, 3 and 5 channels of 100x100 floats (40 KB to 200 KB): one outer index, copied
+  // in ranges per thread that start and end inside pieces.
+  const Tensor a = random_tensor(DType::kFloat32, {1, 1, 100, 100}, 21);
+  const Tensor b = random_tensor(DType::kFloat32, {1, 3, 100, 100}, 22);
+  const Tensor c = random_tensor(DType::kFloat32, {1, 5, 100, 100}, 23);
+  const Tensor joined = run1("Concat", {a, b, c}, {{"axis", int64_t{1}}});
+  ASSERT_EQ(joined.shape(), (Shape{1, 9, 100, 100}));
+  const auto* bytes = static_cast<const char*>(joined.raw());
+  EXPECT_EQ(std::memcmp(bytes, a.raw(), a.nbytes()), 0);
+  EXPECT_EQ(std::memcmp(bytes + a.nbytes(), b.raw(), b.nbytes()), 0);
+  EXPECT_EQ(std::memcmp(bytes + a.nbytes() + b.nbytes(), c.raw(), c.nbytes()), 0);
+  const OpResult split = run_op("Split", {joined, i64({3}, {1, 3, 5})}, {{"axis", int64_t{1}}}, 3);
+  expect_same_bytes(split.outputs[0], a);
+  expect_same_bytes(split.outputs[1], b);
+  expect_same_bytes(split.outputs[2], c);
+}
+
 TEST(Tensor, SplitBySizesInput) {
   const OpResult result =
       run_op("Split", {iota_f32({2, 3}), i64({2}, {1, 2})}, {{"axis", int64_t{1}}}, 2);

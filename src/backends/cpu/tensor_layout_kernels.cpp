@@ -1,5 +1,8 @@
 // Kernels of the element-rearranging ops: Transpose, Slice, Expand, Tile, DepthToSpace,
 // SpaceToDepth (through the strided copy engine), Concat and Split (contiguous runs).
+#include <omp.h>
+
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
@@ -68,12 +71,47 @@ int64_t outer_count(const Shape& shape, int64_t axis) {
   return count;
 }
 
+// A Concat or Split of one outer index: the whole (its output, or its input) is the pieces end
+// to end, copied in one range of the whole's bytes per thread, each range the parts of the
+// pieces it covers. One piece per run on one thread took 66 us for a detector's 1x3x320x320
+// Split, against 26 for a Neg of the same tensor on both threads (2-vCPU Xeon VM).
+void copy_end_to_end(char* whole, const std::vector<char*>& pieces,
+                     const std::vector<size_t>& sizes, bool into_whole) {
+  size_t total = 0;
+  for (size_t size : sizes) total += size;
+  const int threads = static_cast<int64_t>(total) > kParallelBytes ? omp_get_max_threads() : 1;
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int t = 0; t < threads; ++t) {
+    const size_t begin = total * t / threads, end = total * (t + 1) / threads;
+    size_t start = 0;  // of the piece in the whole
+    for (size_t i = 0; i < pieces.size(); start += sizes[i], ++i) {
+      const size_t from = std::max(begin, start), to = std::min(end, start + sizes[i]);
+      if (from >= to) continue;
+      char* part = pieces[i] + (from - start);
+      if (into_whole)
+        std::memcpy(whole + from, part, to - from);
+      else
+        std::memcpy(part, whole + from, to - from);
+    }
+  }
+}
+
 // Concat and Split move, for each outer index, one contiguous run per input (or output).
 void concat(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> outputs) {
   Tensor& out = outputs[0];
   const int64_t axis = normalize_axis(node.attr_int("axis", 0), out.rank());
   const int64_t outer = outer_count(out.shape(), axis);
   if (outer == 0 || out.numel() == 0) return;
+  if (outer == 1) {
+    std::vector<char*> pieces;
+    std::vector<size_t> sizes;
+    for (const Tensor& input : inputs) {
+      pieces.push_back(static_cast<char*>(input.raw()));  // read only
+      sizes.push_back(input.nbytes());
+    }
+    copy_end_to_end(static_cast<char*>(out.raw()), pieces, sizes, true);
+    return;
+  }
   const size_t out_row = out.nbytes() / outer;
   std::vector<size_t> offsets;
   size_t offset = 0;
@@ -98,6 +136,16 @@ void split(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> o
   const int64_t axis = normalize_axis(node.attr_int("axis", 0), input.rank());
   const int64_t outer = outer_count(input.shape(), axis);
   if (outer == 0 || input.numel() == 0) return;
+  if (outer == 1) {
+    std::vector<char*> pieces;
+    std::vector<size_t> sizes;
+    for (Tensor& out : outputs) {
+      pieces.push_back(static_cast<char*>(out.raw()));
+      sizes.push_back(out.nbytes());
+    }
+    copy_end_to_end(static_cast<char*>(input.raw()), pieces, sizes, false);  // input read only
+    return;
+  }
   const size_t in_row = input.nbytes() / outer;
   const auto* from = static_cast<const char*>(input.raw());
 #pragma omp parallel for schedule(static) if (outer > 1 && static_cast <int64_t>(input.nbytes()) > \
