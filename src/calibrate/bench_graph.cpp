@@ -198,10 +198,10 @@ Graph product_chain(int64_t m, int64_t k, int64_t n, int count) {
   return graph.finish({x});
 }
 
-Graph conv_weight_chain(int count) {
+Graph conv_weight_chain(int count, int64_t batch, int64_t side) {
   constexpr int64_t kChannels = 512;
   BenchGraph graph;
-  int x = graph.input({DType::kFloat32, {2, kChannels, 2, 2}});
+  int x = graph.input({DType::kFloat32, {batch, kChannels, side, side}});
   for (int i = 0; i < count; ++i) {
     x = graph.node(
         "Conv", {x, graph.random_constant({DType::kFloat32, {kChannels, kChannels, 3, 3}})},

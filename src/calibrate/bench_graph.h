@@ -85,10 +85,11 @@ Graph product_add_chain(int64_t elements, int units, bool adds);
 // turns it back to m x k or on to m x n (one constant where n = k).
 Graph product_chain(int64_t m, int64_t k, int64_t n, int count);
 
-// `count` 3x3 convolutions (pads 1) in a chain on a 2x512x2x2 tensor, each with its own
-// 512x512x3x3 constant weights (9 MiB): a late layer's convolutions at a small input, work
-// bound by reading the weights once they are past the caches.
-Graph conv_weight_chain(int count);
+// `count` 3x3 convolutions (pads 1) in a chain on a batch x 512 x side x side tensor, each with
+// its own 512x512x3x3 constant weights (9 MiB): a late layer's convolutions. At 2x512x2x2 the
+// work is bound by reading the weights once they are past the caches; at 1x512x7x7 (ResNet's
+// last stage) computing takes about as long.
+Graph conv_weight_chain(int count, int64_t batch = 2, int64_t side = 2);
 
 // One node of each kind whose CPU kernel runs in loops of its own rather than a oneDNN
 // primitive, each writing about `elements` elements (a multiple of 1024; a NonZero reads them):

@@ -177,6 +177,7 @@ class Suite {
       bandwidth_curve();
       weight_curve();
       conv_weight_curve();
+      streamed_conv_point();
       compiled_depthwise_curve();
       vector_throughput();
       return;
@@ -195,6 +196,7 @@ class Suite {
     if (!eager_accelerator()) dispatch_overhead();  // before the rates below, which exclude it
     weight_curve();
     conv_weight_curve();
+    streamed_conv_point();
     depthwise_curves();
     reorder_curves();
     product_output_reads();
@@ -735,6 +737,26 @@ class Suite {
                             "chain"});
     }
     weight_chain_curve("conv weight streaming", std::move(chains), profile_.conv_weight_curve);
+  }
+
+  // The longest chain of those convolutions again on 1x512x7x7 tensors, where computing takes
+  // about as long as the weights' stream: how much of one the other hides. On a 2-vCPU Xeon,
+  // ResNet-18's last 3x3 convolutions (GEMM time 510 us, weights 310 us at the run's rate) took
+  // 660-700 us, between the longer of the two and their sum.
+  void streamed_conv_point() {
+    constexpr int64_t kSide = 7, kChannels = 512;
+    const int count = conv_weight_chains(options_.quick).back();
+    OpBench bench(device_, conv_weight_chain(count, 1, kSide));
+    const double seconds = chain_kernel_seconds(bench, count) / count;
+    const double flops = 2.0 * kSide * kSide * kChannels * kChannels * 9;
+    const double weight_bytes = 4.0 * kChannels * kChannels * 9;
+    if (seconds <= 0) return;
+    profile_.streamed_conv_points.push_back({flops, weight_bytes, weight_bytes * count, seconds});
+    record("streamed convolution", flops / seconds, "FLOP/s",
+           std::to_string(count) +
+               " fp32 3x3 Convs of 1x512x7x7 by 512x512x3x3 constant weights in a chain, GEMM "
+               "FLOPs / " +
+               kChainTime + " per Conv, " + median_note());
   }
 
   // Each depthwise shape in the four layouts the CPU's kernels may read and write (its reorders

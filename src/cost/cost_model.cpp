@@ -379,6 +379,19 @@ void CostModel::add_device(int device, std::shared_ptr<const CalibrationProfile>
                                       fp32.figure ? fp32.figure->value : 0, model.weights);
     }
     model.conv_weights = BandwidthCurve(profile->conv_weight_curve, 0);
+    // A convolution computing while its weights stream: its kernel time against its compute and
+    // its weights' time as priced, by how much less than their sum it took.
+    const Rate fp32 = matrix_rate(spec.kind, spec.figures, Precision::kFp32, options_.tf32);
+    for (const auto& point : profile->streamed_conv_points) {
+      if (!model.conv_weights.measured() || (!model.convolutions.measured() && !fp32.figure)) break;
+      const double compute = model.convolutions.measured()
+                                 ? model.convolutions.seconds(point.flops)
+                                 : model.matmul.seconds(point.flops, fp32.figure->value);
+      const double weights = point.weight_bytes / model.conv_weights.rate(point.run_weight_bytes);
+      const double kernel = point.seconds - fixed_cost("Conv");
+      model.conv_weights_hidden =
+          std::clamp((compute + weights - kernel) / std::min(compute, weights), 0.0, 1.0);
+    }
     model.profile = std::move(profile);
   }
   devices_.push_back(std::move(model));
@@ -866,6 +879,7 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
   double moved_bytes = node.cost.bytes - repeated_bytes + built_bytes;
   if (figures.step_overhead.known())
     moved_bytes -= std::min(bytes_inside_loops(node, graph), moved_bytes - constant_bytes);
+  bool streamed_conv = false;
   if (model.bandwidth.measured()) {
     // Weights are read once per run: they move at the rate of reading all of a run's weights
     // (the cache they all fit in, or main memory). Other bytes (activations, written just
@@ -882,9 +896,9 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
     };
     if (streamed > 0) {
       // A spatial convolution's weights stream at their own measured rate.
-      const bool conv =
+      streamed_conv =
           node.op_type == "Conv" && model.conv_weights.measured() && spatial_kernel(node, graph);
-      time.weight_seconds = add(streamed, conv ? model.conv_weights : model.weights,
+      time.weight_seconds = add(streamed, streamed_conv ? model.conv_weights : model.weights,
                                 std::max(weight_bytes, constant_bytes));
     }
     if (other_bytes > 0) {
@@ -953,7 +967,12 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
       overhead_figure = nullptr;
     }
   }
-  const double work = std::max(time.compute_seconds, time.memory_seconds);
+  // A spatial convolution's compute hides as much of its memory time (or that of it) as
+  // calibration measured; other ops, the shorter whole.
+  const double hidden = streamed_conv ? model.conv_weights_hidden : 1.0;
+  const double work = hidden < 1 ? time.compute_seconds + time.memory_seconds -
+                                       hidden * std::min(time.compute_seconds, time.memory_seconds)
+                                 : std::max(time.compute_seconds, time.memory_seconds);
   // An eager accelerator runs a node's kernel while the host launches the next ones: a node
   // takes the longer of its launch and its kernel, not both (a compiled device's program
   // steps are priced apart).

@@ -132,6 +132,10 @@ class CostModel {
     BandwidthCurve bandwidth;     // empty without a calibrated curve
     BandwidthCurve weights;       // by a run's weight bytes; empty without a calibrated curve
     BandwidthCurve conv_weights;  // the same for spatial convolutions' weights
+    // The share of a spatial convolution's streamed weights' time that its compute hides (and
+    // of its compute that the weights hide, whichever is shorter): 1, the longer of the two
+    // alone, where the profile measured no streamed convolution.
+    double conv_weights_hidden = 1;
     // Depthwise convolutions' kernel times by FLOPs, less a Conv's fixed cost, by the layouts
     // they read and write (depthwise_layout_key).
     std::map<std::string, WorkCurve, std::less<>> depthwise;

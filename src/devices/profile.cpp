@@ -295,6 +295,18 @@ class ProfileReader {
         profile.depthwise_curves[key] = work_points(array_at(curves, key, field), field);
       }
     }
+    if (root.contains("streamed_conv_points")) {
+      const json& points = array_at(root, "streamed_conv_points", "streamed_conv_points");
+      for (size_t i = 0; i < points.size(); ++i) {
+        const std::string field = "streamed_conv_points[" + std::to_string(i) + "]";
+        if (!points[i].is_object()) fail(field, "expected an object");
+        profile.streamed_conv_points.push_back(
+            {number_at(points[i], "flops", field + ".flops", true),
+             number_at(points[i], "weight_bytes", field + ".weight_bytes", true),
+             number_at(points[i], "run_weight_bytes", field + ".run_weight_bytes", true),
+             number_at(points[i], "seconds", field + ".seconds", true)});
+      }
+    }
     if (root.contains("conv_curve"))
       profile.conv_curve = work_points(array_at(root, "conv_curve", "conv_curve"), "conv_curve");
 
@@ -516,6 +528,15 @@ void write_profile(const std::string& path, const CalibrationProfile& profile) {
   if (!profile.weight_curve.empty()) root["weight_curve"] = weights;
   if (!profile.conv_weight_curve.empty())
     root["conv_weight_curve"] = points_json(profile.conv_weight_curve);
+  if (!profile.streamed_conv_points.empty()) {
+    json points = json::array();
+    for (const auto& point : profile.streamed_conv_points)
+      points.push_back({{"flops", point.flops},
+                        {"weight_bytes", point.weight_bytes},
+                        {"run_weight_bytes", point.run_weight_bytes},
+                        {"seconds", point.seconds}});
+    root["streamed_conv_points"] = points;
+  }
   if (!profile.reorder_in_curve.empty())
     root["reorder_in_curve"] = points_json(profile.reorder_in_curve);
   if (!profile.reorder_out_curve.empty())

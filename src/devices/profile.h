@@ -40,6 +40,15 @@ struct CalibrationProfile {
   // chain's kernel time, as above. Past the caches they get through their weights at well under
   // the MatMuls' rate (their blocked weights, read tap by tap). Empty in older profiles.
   std::vector<BandwidthPoint> conv_weight_curve;  // ascending bytes
+  // A late layer's convolution that computes while its weights stream past the caches: a
+  // chain of 3x3 convolutions of 512 channels on 7x7 images (49 output rows), its GEMM FLOPs,
+  // one convolution's weight bytes, the chain's (the run's) and one convolution's kernel time.
+  // How much of the weights' time its compute hides (CostModel) follows from it; where absent,
+  // the longer of the two hides the other whole. Empty in older profiles.
+  struct StreamedConvPoint {
+    double flops = 0, weight_bytes = 0, run_weight_bytes = 0, seconds = 0;
+  };
+  std::vector<StreamedConvPoint> streamed_conv_points;
   // Depthwise convolutions (one channel per group), whose time is not a GEMM's: kernel times by
   // FLOPs, MobileNet-like shapes, one curve per layout the kernel reads and writes
   // (depthwise_layout_key: the CPU's channels-last chains make a reorder in or out, or none).

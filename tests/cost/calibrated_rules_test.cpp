@@ -180,6 +180,42 @@ TEST(WeightCurve, SpatialConvolutionsTakeTheirOwnCurveAndOneByOneConvolutionsThe
               1e-3 * weight_seconds(pointwise, 100e9));
 }
 
+TEST(WeightCurve, AStreamedConvolutionHidesWhatCalibrationMeasuredOfItsWeightsBehindItsCompute) {
+  // ResNet's last 3x3 convolution: 1x512x7x7, 9 MiB of weights, the run's weights.
+  GraphBuilder builder;
+  const Graph conv = builder.infer({builder.node(
+      "Conv",
+      {builder.input("x", DType::kFloat32, {1, 512, 7, 7}),
+       builder.constant("w", DType::kFloat32, {512, 512, 3, 3})},
+      {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}})});
+  CalibrationProfile profile;
+  profile.bandwidth_curve = {point(4 << 20, 200e9), point(256 << 20, 10e9)};
+  profile.weight_curve = {{1 << 20, (1 << 20) / 100e9}, {64 << 20, (64 << 20) / 50e9}};
+  profile.conv_weight_curve = {{1 << 20, (1 << 20) / 40e9}, {64 << 20, (64 << 20) / 10e9}};
+  const OpTime alone = time_of(CostModel(profiled_cluster(), {{kCpu, profile}}), conv);
+  const double compute = alone.compute_seconds, weights = alone.weight_seconds;
+  const double fixed = alone.overhead_seconds;
+  ASSERT_GT(weights, 0.1 * compute);  // both count
+  // Without the point, the longer of compute and memory.
+  EXPECT_DOUBLE_EQ(alone.seconds, std::max(compute, alone.memory_seconds) + alone.overhead_seconds);
+  const double weight_bytes = 4.0 * 512 * 512 * 9;
+  const auto with_point = [&](double kernel) {
+    CalibrationProfile measured = profile;
+    measured.streamed_conv_points = {
+        {2.0 * 49 * 512 * 512 * 9, weight_bytes, weight_bytes, kernel + fixed}};
+    return time_of(CostModel(profiled_cluster(), {{kCpu, measured}}), conv).seconds;
+  };
+  // A kernel that took compute and weights end to end hides nothing: the sum.
+  EXPECT_NEAR(with_point(compute + weights), compute + alone.memory_seconds + fixed, 1e-12);
+  // One that hid half of the shorter of the two: half of the shorter hidden.
+  const double half = std::min(compute, weights) / 2;
+  EXPECT_NEAR(with_point(compute + weights - half),
+              compute + alone.memory_seconds - std::min(compute, alone.memory_seconds) / 2 + fixed,
+              1e-12);
+  // One no slower than its compute hides all: the longer, as without the point.
+  EXPECT_DOUBLE_EQ(with_point(std::max(compute, weights)), alone.seconds);
+}
+
 // A Loop carrying a 4x16 tensor through `Add(x, bias)` and `Tanh`, with its trip count a
 // constant (or a graph input when `trips` < 0).
 Graph loop(int64_t trips) {
@@ -675,6 +711,7 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   profile.device_name = "cpu: test";
   profile.weight_curve = {{1 << 20, 1e-5}};
   profile.conv_weight_curve = {{9 << 20, 1e-3}};
+  profile.streamed_conv_points = {{2.3e8, 9.4e6, 6.6e7, 6.8e-4}};
   profile.view_overhead = testing::figure(0.2e-6, "calibration p.json: views");
   profile.subgraph_run_overhead = testing::figure(1e-6, "calibration p.json: loop");
   profile.vector_op_rates = {{"Tanh", 2e9}};
@@ -695,6 +732,11 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   EXPECT_EQ(read.weight_curve[0].bytes, 1 << 20);
   ASSERT_EQ(read.conv_weight_curve.size(), 1u);
   EXPECT_EQ(read.conv_weight_curve[0].seconds, 1e-3);
+  ASSERT_EQ(read.streamed_conv_points.size(), 1u);
+  EXPECT_EQ(read.streamed_conv_points[0].flops, 2.3e8);
+  EXPECT_EQ(read.streamed_conv_points[0].weight_bytes, 9.4e6);
+  EXPECT_EQ(read.streamed_conv_points[0].run_weight_bytes, 6.6e7);
+  EXPECT_EQ(read.streamed_conv_points[0].seconds, 6.8e-4);
   EXPECT_EQ(read.view_overhead.value, 0.2e-6);
   EXPECT_EQ(read.subgraph_run_overhead.value, 1e-6);
   EXPECT_EQ(read.vector_op_rates.at("Tanh"), 2e9);
