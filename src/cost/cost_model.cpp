@@ -967,12 +967,12 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
       overhead_figure = nullptr;
     }
   }
-  // A spatial convolution's compute hides as much of its memory time (or that of it) as
-  // calibration measured; other ops, the shorter whole.
-  const double hidden = streamed_conv ? model.conv_weights_hidden : 1.0;
-  const double work = hidden < 1 ? time.compute_seconds + time.memory_seconds -
-                                       hidden * std::min(time.compute_seconds, time.memory_seconds)
-                                 : std::max(time.compute_seconds, time.memory_seconds);
+  // A spatial convolution's compute hides as much of its weights' stream (or that of it) as
+  // calibration measured; the rest adds. Other ops, and a convolution's activations (in cache,
+  // just written), the shorter whole.
+  double work = std::max(time.compute_seconds, time.memory_seconds);
+  if (streamed_conv)
+    work += (1 - model.conv_weights_hidden) * std::min(time.compute_seconds, time.weight_seconds);
   // An eager accelerator runs a node's kernel while the host launches the next ones: a node
   // takes the longer of its launch and its kernel, not both (a compiled device's program
   // steps are priced apart).
