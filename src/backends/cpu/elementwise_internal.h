@@ -1,7 +1,6 @@
 #pragma once
-// Loop machinery shared by the CPU elementwise kernels: parallel ranges and broadcasting.
-#include <omp.h>
-
+// Loop machinery shared by the CPU elementwise kernels: grains and broadcasting (their ranges
+// per thread: parallel_ranges.h).
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -9,6 +8,7 @@
 
 #include "backends/cpu/dispatch.h"
 #include "backends/cpu/kernel_registry.h"
+#include "backends/cpu/parallel_ranges.h"
 #include "ir/error.h"
 #include "ir/tensor.h"
 
@@ -34,27 +34,6 @@ decltype(auto) dispatch_kernel_dtype(const Node& node, DType dtype, Fn&& fn) {
 // OpenMP team exceeds the work. Expensive ops (exp, erf...) pass a smaller grain.
 inline constexpr int64_t kCheapGrain = int64_t{1} << 16;
 inline constexpr int64_t kExpensiveGrain = int64_t{1} << 13;
-
-// Calls fn(begin, end) over [0, total) split into one contiguous range per thread.
-template <typename RangeFn>
-void parallel_ranges(int64_t total, int64_t grain, RangeFn&& fn) {
-  if (total < grain) {
-    if (total > 0) fn(int64_t{0}, total);
-    return;
-  }
-#pragma omp parallel
-  {
-    const int64_t threads = omp_get_num_threads();
-    const int64_t thread = omp_get_thread_num();
-    // Range ends on multiples of 64 elements keep threads off each other's cache lines.
-    auto boundary = [&](int64_t t) {
-      return t == threads ? total : (total * t / threads) & ~int64_t{63};
-    };
-    const int64_t begin = boundary(thread);
-    const int64_t end = boundary(thread + 1);
-    if (begin < end) fn(begin, end);
-  }
-}
 
 // How N inputs are read while walking a contiguous output: dims collapsed as far as the
 // inputs allow; each input's stride is 0 on the dims it is broadcast along. In the innermost dim

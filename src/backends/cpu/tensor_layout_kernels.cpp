@@ -1,11 +1,10 @@
 // Kernels of the element-rearranging ops: Transpose, Slice, Expand, Tile, DepthToSpace,
 // SpaceToDepth (through the strided copy engine), Concat and Split (contiguous runs).
-#include <omp.h>
-
 #include <algorithm>
 #include <cstring>
 #include <numeric>
 
+#include "backends/cpu/parallel_ranges.h"
 #include "backends/cpu/tensor_kernels.h"
 
 namespace tandem::cpu {
@@ -77,23 +76,22 @@ int64_t outer_count(const Shape& shape, int64_t axis) {
 // Split, against 26 for a Neg of the same tensor on both threads (2-vCPU Xeon VM).
 void copy_end_to_end(char* whole, const std::vector<char*>& pieces,
                      const std::vector<size_t>& sizes, bool into_whole) {
-  size_t total = 0;
-  for (size_t size : sizes) total += size;
-  const int threads = static_cast<int64_t>(total) > kParallelBytes ? omp_get_max_threads() : 1;
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int t = 0; t < threads; ++t) {
-    const size_t begin = total * t / threads, end = total * (t + 1) / threads;
-    size_t start = 0;  // of the piece in the whole
-    for (size_t i = 0; i < pieces.size(); start += sizes[i], ++i) {
-      const size_t from = std::max(begin, start), to = std::min(end, start + sizes[i]);
+  int64_t total = 0;
+  for (size_t size : sizes) total += static_cast<int64_t>(size);
+  parallel_ranges(total, kParallelBytes, [&](int64_t begin, int64_t end) {
+    int64_t start = 0;  // of the piece in the whole
+    for (size_t i = 0; i < pieces.size(); start += static_cast<int64_t>(sizes[i]), ++i) {
+      const int64_t from = std::max(begin, start);
+      const int64_t to = std::min(end, start + static_cast<int64_t>(sizes[i]));
       if (from >= to) continue;
       char* part = pieces[i] + (from - start);
+      const auto bytes = static_cast<size_t>(to - from);
       if (into_whole)
-        std::memcpy(whole + from, part, to - from);
+        std::memcpy(whole + from, part, bytes);
       else
-        std::memcpy(part, whole + from, to - from);
+        std::memcpy(part, whole + from, bytes);
     }
-  }
+  });
 }
 
 // Concat and Split move, for each outer index, one contiguous run per input (or output).
