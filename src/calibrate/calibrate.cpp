@@ -47,15 +47,19 @@ struct ConvShape {
 };
 
 // Square sizes trace the efficiency curve from dispatch-bound to peak; skinny ones are the
-// shapes models have (a batch of a few rows, transformer projections, tall thin products).
+// shapes models have, and the cost model prices a product near one as far off the squares as it
+// ran (a batch of a few rows, a transformer's 128 and 256 tokens by its widths, tall thin
+// products).
 std::vector<GemmShape> gemm_shapes(bool quick) {
   if (quick) {
     return {{32, 32, 32},    {64, 64, 64},  {128, 128, 128},
             {256, 256, 256}, {1, 256, 256}, {16, 512, 256}};
   }
-  return {{32, 32, 32},     {64, 64, 64},     {128, 128, 128},    {256, 256, 256}, {384, 384, 384},
-          {512, 512, 512},  {768, 768, 768},  {1024, 1024, 1024}, {1, 1024, 1024}, {16, 1024, 1024},
-          {128, 3072, 768}, {128, 768, 3072}, {4096, 64, 64},     {256, 256, 4096}};
+  return {{32, 32, 32},     {64, 64, 64},     {128, 128, 128},  {256, 256, 256},
+          {384, 384, 384},  {512, 512, 512},  {768, 768, 768},  {1024, 1024, 1024},
+          {1, 1024, 1024},  {16, 1024, 1024}, {128, 3072, 768}, {128, 768, 3072},
+          {256, 512, 512},  {256, 1024, 256}, {256, 256, 1024}, {256, 1536, 384},
+          {256, 384, 1536}, {4096, 64, 64},   {256, 256, 4096}};
 }
 
 // A ResNet stem, 3x3 body convs from 56x56 down to the 2x2 images of a late layer at a small
@@ -271,7 +275,24 @@ class Suite {
     return seconds;
   }
 
+  // An eager device's points are timed in rounds, each point once a round, and each takes the
+  // median of its rounds: the 2-vCPU VM ran at two speeds about 10% apart for seconds at a time,
+  // and points timed one after another took whichever they fell in (512^3 at 412 GFLOP/s beside
+  // 256x512x512 at 454), which a product priced by the shapes near it inherits.
+  static constexpr int kGemmRounds = 5;
+
   void gemm_curve() {
+    struct Rounds {
+      size_t point;
+      std::unique_ptr<OpBench> bench;
+      int64_t blocks;
+      std::string name, method;
+      std::vector<double> seconds;
+    };
+    std::vector<Rounds> eager;
+    const int rounds = options_.quick ? 1 : kGemmRounds;
+    const Repetition round{repetition_.min_runs, repetition_.max_runs,
+                           repetition_.budget_seconds / rounds};
     double best_rate = 0;
     std::string best_name;
     for (const GemmShape& shape : gemm_shapes(options_.quick)) {
@@ -286,6 +307,10 @@ class Suite {
       const GemmShape block{shape.m / blocks.rows, shape.n / blocks.columns,
                             shape.k / blocks.depth};
       const std::string name = "gemm " + joined({shape.m, shape.n, shape.k});
+      const std::string in_blocks =
+          blocks.count() > 1 ? " of " + std::to_string(blocks.count()) + " blocks of " +
+                                   joined({block.m, block.n, block.k}) + " each timed alone"
+                             : std::string();
       std::optional<double> block_seconds;
       if (device_.compiled() && block.m * block.n * block.k >= kThreadedProduct) {
         block_seconds = chained_product_seconds(block.m, block.k, block.n, best_rate);
@@ -306,27 +331,51 @@ class Suite {
         // Its input written by a Neg each run, as a model's is: the threads then fetch their
         // parts of it from the core that wrote it (a 64x128x128 product took 9.6 us on an input
         // left in their caches, 15.6 written by a Neg, 13.7-15.3 written by a product).
-        OpBench bench(device_, product_after_neg(block.m, block.k, block.n));
-        block_seconds = without_wait(bench.per_node_seconds(repetition_).at(1));
+        auto bench =
+            std::make_unique<OpBench>(device_, product_after_neg(block.m, block.k, block.n));
+        block_seconds = without_wait(bench->per_node_seconds(round).at(1));
+        eager.push_back({profile_.gemm_curve.size(),
+                         std::move(bench),
+                         blocks.count(),
+                         name,
+                         "fp32 MatMul m x n x k, constant B, A written by a Neg each run, kernel "
+                         "time" +
+                             in_blocks + ", the median of " + std::to_string(rounds) +
+                             " rounds (every shape once a round) of the " +
+                             calibrate::median_note(round),
+                         {*block_seconds}});
       }
       const double seconds = *block_seconds * static_cast<double>(blocks.count());
       profile_.gemm_curve.push_back({shape.m, shape.n, shape.k, seconds});
       const double rate = flops / seconds;
-      record(name, rate, "FLOP/s",
-             "fp32 MatMul m x n x k, constant B, " +
-                 std::string(device_.compiled() ? "" : "A written by a Neg each run, ") +
-                 "kernel time" +
-                 (device_.compiled() ? " (from 128^3 up: a chain of them less its first product, "
-                                       "per further product, the median of 3 such pairs)"
-                                     : "") +
-                 (blocks.count() > 1 ? " of " + std::to_string(blocks.count()) + " blocks of " +
-                                           joined({block.m, block.n, block.k}) + " each timed alone"
-                                     : std::string()) +
-                 ", " + median_note());
+      if (device_.compiled()) {
+        record(name, rate, "FLOP/s",
+               "fp32 MatMul m x n x k, constant B, kernel time (from 128^3 up: a chain of them "
+               "less its first product, per further product, the median of 3 such pairs)" +
+                   in_blocks + ", " + median_note());
+      }
       if (rate > best_rate) {
         best_rate = rate;
         best_name = name;
       }
+    }
+    for (int r = 1; r < rounds; ++r) {
+      for (Rounds& point : eager)
+        point.seconds.push_back(without_wait(point.bench->per_node_seconds(round).at(1)));
+    }
+    const auto rate_of = [](const CalibrationProfile::GemmPoint& point) {
+      return 2.0 * static_cast<double>(point.m * point.n * point.k) / point.seconds;
+    };
+    for (Rounds& point : eager) {
+      CalibrationProfile::GemmPoint& figure = profile_.gemm_curve[point.point];
+      figure.seconds = median(point.seconds) * static_cast<double>(point.blocks);
+      record(point.name, rate_of(figure), "FLOP/s", point.method);
+    }
+    best_rate = 0;
+    for (const CalibrationProfile::GemmPoint& point : profile_.gemm_curve) {
+      if (rate_of(point) <= best_rate) continue;
+      best_rate = rate_of(point);
+      best_name = "gemm " + joined({point.m, point.n, point.k});
     }
     profile_.figures.matrix_flops[kFp32] =
         measured(best_rate, "best fp32 GEMM of the curve (" + best_name + ")");

@@ -27,6 +27,13 @@ std::optional<GemmShape> matmul(const Shape& a, const Shape& b, const Shape& out
   // The output is batch dims, then m unless A is a vector, then n unless B is a vector.
   const size_t matrix_dims = (a.size() > 1) + (b.size() > 1);
   gemm.batch = known_product(out, 0, out.size() >= matrix_dims ? out.size() - matrix_dims : 0);
+  // Where B has no batch of its own, A's batch is more rows of one product: oneDNN and XLA run
+  // a [2, 128, 384] by [384, 1536] MatMul as one 256-row GEMM.
+  const bool b_batched = b.size() > 2 && known_product(b, 0, b.size() - 2) > 1;
+  if (a.size() > 1 && !b_batched) {
+    gemm.m = static_cast<int64_t>(gemm.batch * static_cast<double>(gemm.m));
+    gemm.batch = 1;
+  }
   return gemm;
 }
 

@@ -348,6 +348,34 @@ TEST(MatmulEfficiency, MeasuredTimesArePooledIntoAMonotoneCurve) {
   EXPECT_NEAR(curve.seconds(2.0 * 32 * 32 * 32, 2e12), 5e-6, 1e-15);
 }
 
+TEST(MatmulEfficiency, AShapeIsPricedAsFarOffTheSquaresAsTheMeasuredShapesNearIt) {
+  // Squares at 1 TFLOP/s, and a product of 128 rows with 512^3's FLOPs that took 1.5x as long.
+  const double square = 2.0 * 512 * 512 * 512 / 1e12, rows = 1.5 * square;
+  const MatmulEfficiency curve({{128, 128, 128, 2.0 * 128 * 128 * 128 / 1e12},
+                                {256, 256, 256, 2.0 * 256 * 256 * 256 / 1e12},
+                                {512, 512, 512, square},
+                                {128, 1024, 1024, rows}},
+                               0, 1e12);
+  // By FLOPs alone, the squares' times.
+  EXPECT_NEAR(curve.seconds(2.0 * 512 * 512 * 512, 1e12), square, 1e-15);
+  EXPECT_NEAR(curve.seconds(2.0 * 1024 * 512 * 512, 1e12), 2 * square, 1e-15);
+  // A measured shape is its own figure, for each of a batch.
+  EXPECT_NEAR(curve.seconds(GemmShape{1, 512, 512, 512}, 1e12), square, 1e-15);
+  EXPECT_NEAR(curve.seconds(GemmShape{1, 128, 1024, 1024}, 1e12), rows, 1e-15);
+  EXPECT_NEAR(curve.seconds(GemmShape{4, 128, 1024, 1024}, 1e12), 4 * rows, 1e-15);
+  // Twice the columns, within a doubling of the 128-row shape only: 1.5x the squares' time for
+  // its FLOPs (beyond the last square, at its rate).
+  EXPECT_NEAR(curve.seconds(GemmShape{1, 128, 2048, 1024}, 1e12), 2 * square * 1.5, 1e-15);
+  // Nothing measured near a 4096x64x64 product: the squares' time for its FLOPs.
+  EXPECT_NEAR(curve.seconds(GemmShape{1, 4096, 64, 64}, 1e12), 2.0 * 256 * 256 * 256 / 1e12, 1e-15);
+  // Between shapes, the nearer weighs more: 256x512x512 is one doubling from 512^3 and two from
+  // 256^3 (both on the squares' curve), three from the 128-row shape (1.5x).
+  const double off = (std::log(1.5) / 3) / (1 + 0.5 + 1.0 / 3);
+  const double flops = 2.0 * 256 * 512 * 512;
+  EXPECT_NEAR(curve.seconds(GemmShape{1, 256, 512, 512}, 1e12),
+              curve.seconds(flops, 1e12) * std::exp(off), 1e-15);
+}
+
 TEST(WorkCurve, PointsOfTheSameWorkAreOnePointAtTheirMeanLogTime) {
   // Four shapes of 2 MFLOP at 1, 8, 2 and 4 ms: one point at their geometric mean, whatever
   // their order (a lookup must not land on whichever of them sorted last).
@@ -365,15 +393,16 @@ TEST(WorkCurve, PointsOfTheSameWorkAreOnePointAtTheirMeanLogTime) {
 
 TEST(MatmulEfficiency, APointBoundByReadingItsWeightsIsLeftOut) {
   // One row by a 1024x1024 matrix: 4 MiB read in 30 us, at a weight rate of 150 GB/s 28 us of
-  // it. Kept, it would pool with 128^3 and price small products as slow as reading 4 MiB.
+  // it. Kept, it would price one row by a 1024x1024 or 512x1024 matrix as slow as reading them.
   const std::vector<CalibrationProfile::GemmPoint> points = {
       {1, 1024, 1024, 30e-6}, {128, 128, 128, 10e-6}, {256, 256, 256, 60e-6}};
   const BandwidthCurve weights({{4 << 20, (4 << 20) / 150e9}}, 0);
   const MatmulEfficiency without(points, 0, 1e12, weights);
-  const double flops = 2.0 * 1024 * 1024;  // below 128^3: 128^3's rate
-  EXPECT_NEAR(without.seconds(flops, 1e12), 10e-6 * flops / (2.0 * 128 * 128 * 128), 1e-15);
+  const GemmShape row{1, 1, 1024, 1024};
+  const double flops = row.flops();  // below 128^3: 128^3's rate
+  EXPECT_NEAR(without.seconds(row, 1e12), 10e-6 * flops / (2.0 * 128 * 128 * 128), 1e-15);
   const MatmulEfficiency with(points, 0, 1e12);
-  EXPECT_NEAR(with.seconds(flops, 1e12), std::sqrt(30e-6 * 10e-6), 1e-15);
+  EXPECT_NEAR(with.seconds(row, 1e12), 30e-6, 1e-15);
 }
 
 TEST(MatmulEfficiency, SaturatingCurveWithoutMeasurements) {

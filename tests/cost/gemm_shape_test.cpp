@@ -28,8 +28,17 @@ void expect_shape(const GemmShape& shape, double batch, int64_t m, int64_t n, in
 TEST(GemmShape, BatchedMatMulBroadcastsBatchDims) {
   GraphBuilder builder;
   const int a = builder.input("a", DType::kFloat32, {2, 3, 64, 32});
-  const int b = builder.input("b", DType::kFloat32, {32, 16});
+  const int b = builder.input("b", DType::kFloat32, {1, 3, 32, 16});
   expect_shape(shape_of(builder.infer({builder.node("MatMul", {a, b})})), 6, 64, 16, 32);
+}
+
+TEST(GemmShape, ABatchTimesOneMatrixIsOneProductOfAllTheRows) {
+  GraphBuilder builder;
+  const int a = builder.input("a", DType::kFloat32, {2, 3, 64, 32});
+  const int b = builder.input("b", DType::kFloat32, {32, 16});
+  const int unit_batch = builder.input("unit_batch", DType::kFloat32, {1, 32, 16});
+  expect_shape(shape_of(builder.infer({builder.node("MatMul", {a, b})})), 1, 384, 16, 32);
+  expect_shape(shape_of(builder.infer({builder.node("MatMul", {a, unit_batch})})), 1, 384, 16, 32);
 }
 
 TEST(GemmShape, MatMulWithVectorOperand) {
