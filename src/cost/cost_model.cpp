@@ -767,7 +767,7 @@ double CostModel::vector_op_rate(const DeviceModel& model, const Node& node,
                                  Precision precision) const {
   if (!model.profile || precision != Precision::kFp32 || !node.domain.empty()) return 0;
   const auto& rates = model.profile->vector_op_rates;
-  const auto found = rates.find(node.op_type);
+  const auto found = rates.find(vector_op_key(node));
   if (found != rates.end()) return found->second;
   if (!transcendental(node.op_type)) return 0;
   double slowest = 0;

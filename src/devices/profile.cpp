@@ -378,6 +378,12 @@ std::string depthwise_layout_key(bool input_channels_last, bool output_channels_
          (output_channels_last ? "nhwc" : "nchw");
 }
 
+std::string vector_op_key(const Node& node) {
+  if (node.op_type == "Gelu" && node.attr_string("approximate", "none") == "tanh")
+    return "Gelu:tanh";
+  return node.op_type;
+}
+
 double rated_elements(const Node& node, const Graph& graph) {
   if (node.op_type == "EmbeddingBag" && node.inputs.size() > 1 && node.inputs[0] >= 0 &&
       node.inputs[1] >= 0) {

@@ -101,7 +101,7 @@ struct CalibrationProfile {
   //   constants and outputs, the condition, the carried values).
   Figure subgraph_run_overhead;
   // In-cache rates of the vector op types whose work the IR counts as one FLOP per element
-  // (Tanh, Erf, Sigmoid, Exp, Gelu: transcendental functions), op type -> IR-counted FLOP/s,
+  // (Tanh, Erf, Sigmoid, Exp, Gelu: transcendental functions), vector_op_key -> IR-counted FLOP/s,
   // kernel time less the dispatch overhead. Ops of these types run at their own rate rather
   // than at the vector peak.
   std::map<std::string, double> vector_op_rates;
@@ -148,6 +148,10 @@ struct CalibrationProfile {
 
 // "nchw-nchw", "nhwc-nchw", "nchw-nhwc" or "nhwc-nhwc": a depthwise curve's layouts, in then out.
 std::string depthwise_layout_key(bool input_channels_last, bool output_channels_last);
+
+// A node's kind in vector_op_rates: its op type, and "Gelu:tanh" for a Gelu of the tanh
+// approximation, another kernel (2.5x the erf one's time on a 2-vCPU Xeon).
+std::string vector_op_key(const Node& node);
 
 // What an op_element_curves curve counts: the elements of the node's first output, which these
 // kernels' loops write one by one (a 2x Resize computes four outputs per input); the first

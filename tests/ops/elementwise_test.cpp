@@ -459,6 +459,27 @@ TEST(Elementwise, GeluExactAndTanh) {
                f32({5}, {-0.0454023059f, -0.15428599f, 0, 0.34571401f, 2.99636261f}));
 }
 
+TEST(Elementwise, GeluTanhOfLongRowsMatchesItsDefinition) {
+  // 1,001 values from -20 to 20 (the vector loop and its tail), where 1 + tanh(u) cancels and
+  // the exponential overflows, and infinities and NaN: 0.5 x (1 + tanh(u)) in double, written
+  // as x / (1 + e^-2u) so that it does not cancel either.
+  std::vector<float> x;
+  for (int i = 0; i <= 1000; ++i) x.push_back(-20.0f + 0.04f * static_cast<float>(i));
+  x.insert(x.end(), {kInf, -kInf, kNaN});
+  const Tensor out = run1("Gelu", {f32({static_cast<int64_t>(x.size())}, x)},
+                          {{"approximate", std::string("tanh")}});
+  for (size_t i = 0; i + 3 < x.size(); ++i) {
+    const double v = x[i];
+    const double want = v / (1 + std::exp(-2 * 0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    // Within 1e-5 of it: fastmath::exp's error at arguments near 70 (x near -9, 1e-30 wanted;
+    // through tanh, 0).
+    EXPECT_NEAR(out.data<float>()[i], want, 1e-5 * std::abs(want) + 1e-37) << "x " << v;
+  }
+  EXPECT_EQ(out.data<float>()[x.size() - 3], kInf);
+  EXPECT_TRUE(std::isnan(out.data<float>()[x.size() - 2]));  // -inf times 0
+  EXPECT_TRUE(std::isnan(out.data<float>()[x.size() - 1]));
+}
+
 TEST(Elementwise, ActivationAttributeErrors) {
   EXPECT_THROW(run1("Gelu", {kSamples}, {{"approximate", std::string("erf")}}), InputError);
   EXPECT_THROW(run1("Celu", {kSamples}, {{"alpha", 0.0f}}), InputError);
