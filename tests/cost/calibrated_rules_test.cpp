@@ -327,6 +327,43 @@ TEST(CalibratedCost, TranscendentalOpsRunAtTheirMeasuredRate) {
   EXPECT_NEAR(time_of(model, relu).compute_seconds, relu.nodes[0].cost.flops / 100e9, 1e-15);
 }
 
+TEST(CalibratedCost, AGeluOfTheTanhApproximationRunsAtItsOwnRate) {
+  const auto gelu = [](const std::string& approximate) {
+    GraphBuilder builder;
+    const int x = builder.input("x", DType::kFloat32, {1 << 16});
+    return builder.infer({builder.node("Gelu", {x}, {{"approximate", approximate}})});
+  };
+  CalibrationProfile profile = cache_profile();
+  profile.vector_op_rates = {{"Gelu", 4e9}, {"Gelu:tanh", 1.6e9}};
+  const CostModel model(profiled_cluster(), {{kCpu, profile}});
+  const Graph exact = gelu("none"), tanh = gelu("tanh");
+  EXPECT_NEAR(time_of(model, exact).compute_seconds, exact.nodes[0].cost.flops / 4e9, 1e-15);
+  EXPECT_NEAR(time_of(model, tanh).compute_seconds, tanh.nodes[0].cost.flops / 1.6e9, 1e-15);
+  // An older profile without it: the slowest measured transcendental's rate, not the erf one's.
+  profile.vector_op_rates = {{"Gelu", 4e9}, {"Tanh", 2e9}};
+  const CostModel older(profiled_cluster(), {{kCpu, profile}});
+  EXPECT_NEAR(time_of(older, tanh).compute_seconds, tanh.nodes[0].cost.flops / 2e9, 1e-15);
+}
+
+TEST(CalibratedCost, AKindTimedByElementsTakesItsCurveArithmeticIncluded) {
+  // A LayerNorm of 65,536 elements: 8 FLOPs each at the vector peak (100 GFLOP/s) take 5.2 us,
+  // its bytes 2.6; its kind's curve, arithmetic included, 4 us.
+  CalibrationProfile profile = cache_profile();
+  profile.op_overheads = {{"LayerNormalization", 1e-6}};
+  profile.op_element_curves = {{"LayerNormalization", {{65536, 1e-6 + 4e-6}}}};
+  const CostModel model(profiled_cluster(), {{kCpu, profile}});
+  GraphBuilder builder;
+  const int x = builder.input("x", DType::kFloat32, {256, 256});
+  const int scale = builder.input("scale", DType::kFloat32, {256});
+  const Graph graph = builder.infer({builder.node("LayerNormalization", {x, scale})});
+  ASSERT_GT(graph.nodes[0].cost.flops / 100e9, 4e-6);
+  EXPECT_EQ(time_of(model, graph).compute_seconds, 0);
+  EXPECT_NEAR(time_of(model, graph).memory_seconds, 4e-6, 1e-12);
+  // Without the curve, its FLOPs at the vector peak.
+  const CostModel plain(profiled_cluster(), {{kCpu, cache_profile()}});
+  EXPECT_NEAR(time_of(plain, graph).compute_seconds, graph.nodes[0].cost.flops / 100e9, 1e-15);
+}
+
 TEST(CalibratedCost, KindsTimedByElementsTakeNoLessThanTheirCurve) {
   CalibrationProfile profile = cache_profile();
   // Points include the kind's fixed cost, which the curve leaves to the overhead.
