@@ -328,9 +328,17 @@ std::vector<KindGraph> element_kind_graphs(int64_t elements) {
   }
   // A linear layer's bias, broadcast over its rows.
   graphs.push_back({"Add", single_op_graph("Add", {{rows}, {row, true}})});
+  for (KindGraph& kind : row_kind_graphs(elements, 256)) graphs.push_back(std::move(kind));
+  return graphs;
+}
+
+std::vector<KindGraph> row_kind_graphs(int64_t elements, int64_t row) {
+  const TensorType rows{DType::kFloat32, {elements / row, row}};
+  const TensorType scale{DType::kFloat32, {row}};
+  std::vector<KindGraph> graphs;
   graphs.push_back({"Softmax", single_op_graph("Softmax", {{rows}}, {{"axis", int64_t{-1}}})});
   graphs.push_back({"LayerNormalization",
-                    single_op_graph("LayerNormalization", {{rows}, {row, true}, {row, true}},
+                    single_op_graph("LayerNormalization", {{rows}, {scale, true}, {scale, true}},
                                     {{"axis", int64_t{-1}}})});
   return graphs;
 }
@@ -350,6 +358,13 @@ Graph product_after_neg(int64_t m, int64_t k, int64_t n) {
   const int negated = graph.node("Neg", {graph.input({DType::kFloat32, {m, k}})});
   const int weights = graph.random_constant({DType::kFloat32, {k, n}});
   return graph.finish({graph.node("MatMul", {negated, weights})});
+}
+
+Graph batched_product_after_negs(int64_t batch, int64_t m, int64_t k, int64_t n) {
+  BenchGraph graph;
+  const int a = graph.node("Neg", {graph.input({DType::kFloat32, {batch, m, k}})});
+  const int b = graph.node("Neg", {graph.input({DType::kFloat32, {batch, k, n}})});
+  return graph.finish({graph.node("MatMul", {a, b})});
 }
 
 Graph product_reads_a_neg(int64_t m, int64_t k, int64_t n) {

@@ -101,6 +101,9 @@ struct KindGraph {
   Graph graph;
 };
 std::vector<KindGraph> element_kind_graphs(int64_t elements);
+// The kinds that work along rows (row_length): a Softmax and a LayerNormalization over `elements`
+// in rows of `row`.
+std::vector<KindGraph> row_kind_graphs(int64_t elements, int64_t row);
 // Copies in runs of one element, `runs` of them (copy_runs): a Gather of one column of a
 // [runs, 16] table (a detector's scores, one class at a time), a Concat of two [runs / 2, 1]
 // columns.
@@ -113,6 +116,9 @@ Graph product_then_reads(int64_t m, int64_t k, int64_t n);
 // A Neg of x[m,k], then it times random weights [k,n] (node 1): a product whose input an
 // elementwise op wrote in the same run, as a model's products' are.
 Graph product_after_neg(int64_t m, int64_t k, int64_t n);
+// Negs of a[batch,m,k] and b[batch,k,n], then their batched product (node 2): attention's
+// products, of two activations written in the same run.
+Graph batched_product_after_negs(int64_t batch, int64_t m, int64_t k, int64_t n);
 // x[m,k] times random weights [k,n], a Neg of the product, and that Neg's output times random
 // weights [n,n]: a tensor an elementwise op writes for a product as wide to read (a narrow one
 // is not split among the threads as a model's are).

@@ -40,7 +40,13 @@ std::string binary_size(double bytes) {
 
 struct GemmShape {
   int64_t m, n, k;
+  int64_t batch = 1;
 };
+
+// "gemm 512x512x512", "gemm 8 of 32x32x32".
+std::string gemm_name(int64_t batch, int64_t m, int64_t n, int64_t k) {
+  return "gemm " + (batch > 1 ? std::to_string(batch) + " of " : std::string()) + joined({m, n, k});
+}
 
 struct ConvShape {
   int64_t batch, channels, height, width, filters, kernel, stride;
@@ -48,18 +54,22 @@ struct ConvShape {
 
 // Square sizes trace the efficiency curve from dispatch-bound to peak; skinny ones are the
 // shapes models have, and the cost model prices a product near one as far off the squares as it
-// ran (a batch of a few rows, a transformer's 128 and 256 tokens by its widths, tall thin
-// products).
+// ran (a batch of a few rows, a transformer's 64 and 256 tokens by its widths, tall thin
+// products); batches of small squares, attention's heads (8 and 32 of them), run as one call.
+// On one thread of a 2-vCPU Xeon, 64-row products ran at 171-177 GFLOP/s where squares of their
+// FLOPs ran at 195-200.
 std::vector<GemmShape> gemm_shapes(bool quick) {
   if (quick) {
-    return {{32, 32, 32},    {64, 64, 64},  {128, 128, 128},
-            {256, 256, 256}, {1, 256, 256}, {16, 512, 256}};
+    return {{32, 32, 32},  {64, 64, 64},   {128, 128, 128}, {256, 256, 256},
+            {1, 256, 256}, {16, 512, 256}, {64, 64, 64, 8}};
   }
-  return {{32, 32, 32},     {64, 64, 64},     {128, 128, 128},  {256, 256, 256},
-          {384, 384, 384},  {512, 512, 512},  {768, 768, 768},  {1024, 1024, 1024},
-          {1, 1024, 1024},  {16, 1024, 1024}, {128, 3072, 768}, {128, 768, 3072},
-          {256, 512, 512},  {256, 1024, 256}, {256, 256, 1024}, {256, 1536, 384},
-          {256, 384, 1536}, {4096, 64, 64},   {256, 256, 4096}};
+  return {{32, 32, 32},       {64, 64, 64},     {128, 128, 128},  {256, 256, 256},
+          {384, 384, 384},    {512, 512, 512},  {768, 768, 768},  {1024, 1024, 1024},
+          {1, 1024, 1024},    {16, 1024, 1024}, {128, 3072, 768}, {128, 768, 3072},
+          {256, 512, 512},    {256, 1024, 256}, {256, 256, 1024}, {256, 1536, 384},
+          {256, 384, 1536},   {64, 256, 256},   {64, 1024, 256},  {64, 256, 1024},
+          {4096, 64, 64},     {256, 256, 4096}, {32, 32, 32, 8},  {64, 64, 64, 8},
+          {128, 128, 128, 8}, {32, 32, 32, 32}, {64, 64, 64, 32}, {128, 128, 128, 32}};
 }
 
 // A ResNet stem, 3x3 body convs from 56x56 down to the 2x2 images of a late layer at a small
@@ -296,17 +306,21 @@ class Suite {
     double best_rate = 0;
     std::string best_name;
     for (const GemmShape& shape : gemm_shapes(options_.quick)) {
+      // A compiled device times single products in chains of them (below); its batched ones
+      // are priced by their FLOPs on its curve.
+      if (shape.batch > 1 && device_.compiled()) continue;
       // A long product is timed in blocks (1024^3 ran 1.8x slower beside one spinning process,
       // its blocks of 128 rows not at all; on a quiet machine the blocks take within a few
-      // percent of the whole).
-      const double flops = 2.0 * static_cast<double>(shape.m * shape.n * shape.k);
+      // percent of the whole). A batch is of small products, timed whole.
+      const double flops = 2.0 * static_cast<double>(shape.batch * shape.m * shape.n * shape.k);
       // XLA's CPU plugin ran 128x3072x768 in four blocks of 768 columns at 86 GFLOP/s, whole
       // at 116: a compiled device's products are split by rows only.
       const GemmBlocks blocks =
-          gemm_blocks(shape.m, shape.n, shape.k, best_rate, !device_.compiled());
+          shape.batch > 1 ? GemmBlocks{}
+                          : gemm_blocks(shape.m, shape.n, shape.k, best_rate, !device_.compiled());
       const GemmShape block{shape.m / blocks.rows, shape.n / blocks.columns,
                             shape.k / blocks.depth};
-      const std::string name = "gemm " + joined({shape.m, shape.n, shape.k});
+      const std::string name = gemm_name(shape.batch, shape.m, shape.n, shape.k);
       const std::string in_blocks =
           blocks.count() > 1 ? " of " + std::to_string(blocks.count()) + " blocks of " +
                                    joined({block.m, block.n, block.k}) + " each timed alone"
@@ -331,22 +345,25 @@ class Suite {
         // Its input written by a Neg each run, as a model's is: the threads then fetch their
         // parts of it from the core that wrote it (a 64x128x128 product took 9.6 us on an input
         // left in their caches, 15.6 written by a Neg, 13.7-15.3 written by a product).
-        auto bench =
-            std::make_unique<OpBench>(device_, product_after_neg(block.m, block.k, block.n));
-        block_seconds = without_wait(bench->per_node_seconds(round).at(1));
-        eager.push_back({profile_.gemm_curve.size(),
-                         std::move(bench),
-                         blocks.count(),
-                         name,
-                         "fp32 MatMul m x n x k, constant B, A written by a Neg each run, kernel "
-                         "time" +
-                             in_blocks + ", the median of " + std::to_string(rounds) +
-                             " rounds (every shape once a round) of the " +
-                             calibrate::median_note(round),
-                         {*block_seconds}});
+        auto bench = std::make_unique<OpBench>(
+            device_, shape.batch > 1
+                         ? batched_product_after_negs(shape.batch, block.m, block.k, block.n)
+                         : product_after_neg(block.m, block.k, block.n));
+        block_seconds = without_wait(bench->per_node_seconds(round).back());
+        eager.push_back(
+            {profile_.gemm_curve.size(),
+             std::move(bench),
+             blocks.count(),
+             name,
+             std::string(shape.batch > 1 ? "fp32 batched MatMul, A and B written by Negs each run"
+                                         : "fp32 MatMul m x n x k, constant B, A written by a Neg "
+                                           "each run") +
+                 ", kernel time" + in_blocks + ", the median of " + std::to_string(rounds) +
+                 " rounds (every shape once a round) of the " + calibrate::median_note(round),
+             {*block_seconds}});
       }
       const double seconds = *block_seconds * static_cast<double>(blocks.count());
-      profile_.gemm_curve.push_back({shape.m, shape.n, shape.k, seconds});
+      profile_.gemm_curve.push_back({shape.m, shape.n, shape.k, seconds, shape.batch});
       const double rate = flops / seconds;
       if (device_.compiled()) {
         record(name, rate, "FLOP/s",
@@ -361,10 +378,10 @@ class Suite {
     }
     for (int r = 1; r < rounds; ++r) {
       for (Rounds& point : eager)
-        point.seconds.push_back(without_wait(point.bench->per_node_seconds(round).at(1)));
+        point.seconds.push_back(without_wait(point.bench->per_node_seconds(round).back()));
     }
     const auto rate_of = [](const CalibrationProfile::GemmPoint& point) {
-      return 2.0 * static_cast<double>(point.m * point.n * point.k) / point.seconds;
+      return 2.0 * static_cast<double>(point.batch * point.m * point.n * point.k) / point.seconds;
     };
     for (Rounds& point : eager) {
       CalibrationProfile::GemmPoint& figure = profile_.gemm_curve[point.point];
@@ -375,7 +392,7 @@ class Suite {
     for (const CalibrationProfile::GemmPoint& point : profile_.gemm_curve) {
       if (rate_of(point) <= best_rate) continue;
       best_rate = rate_of(point);
-      best_name = "gemm " + joined({point.m, point.n, point.k});
+      best_name = gemm_name(point.batch, point.m, point.n, point.k);
     }
     profile_.figures.matrix_flops[kFp32] =
         measured(best_rate, "best fp32 GEMM of the curve (" + best_name + ")");
@@ -582,12 +599,22 @@ class Suite {
   // peak's rates (a detector's 3234-element NonZero took 9 µs, priced 1 µs by its bytes; a
   // bias Add over 8192 elements 4–7 µs, priced 1.3): each kind's kernel time at three sizes,
   // by the elements it writes (rated_elements).
+  // The kinds that work along rows, timed in rows of 256 there, again in rows of 16: their cost
+  // per row.
   void element_curves() {
+    const auto keep = [&](const std::string& op_type, double elements, double seconds,
+                          const Graph& graph) {
+      profile_.op_element_curves[op_type].push_back(
+          {elements, seconds, row_length(graph.nodes.front(), graph)});
+    };
     kind_curves({4096, 32768, 262144}, element_kind_graphs, rated_elements, "elements",
-                "kernel time, elements written (a NonZero: read), ",
-                [&](const std::string& op_type, double elements, double seconds) {
-                  profile_.op_element_curves[op_type].push_back({elements, seconds});
-                });
+                "kernel time, elements written (a NonZero: read), ", keep);
+    constexpr int64_t kShortRow = 16;
+    kind_curves(
+        {4096, 32768, 262144},
+        [](int64_t elements) { return row_kind_graphs(elements, kShortRow); }, rated_elements,
+        "elements in rows of " + std::to_string(kShortRow), "kernel time, elements written, ",
+        keep);
   }
 
   // Copies in short runs cost per run, which the element curves' long runs do not show: each
@@ -595,13 +622,14 @@ class Suite {
   void run_curves() {
     kind_curves({1024, 8192, 65536}, run_kind_graphs, copy_runs, "runs",
                 "kernel time, one-element runs copied, ",
-                [&](const std::string& op_type, double runs, double seconds) {
+                [&](const std::string& op_type, double runs, double seconds, const Graph&) {
                   profile_.op_run_curves[op_type].push_back({runs, seconds});
                 });
   }
 
   // Each kind's kernel time at three sizes of the graphs `make` gives, by the work `count`
-  // rates them at (in `unit`), points out of order measured again; each point to `keep`.
+  // rates them at (in `unit`), points out of order measured again; each point, with its bench's
+  // graph, to `keep`.
   template <typename Make, typename Count, typename Keep>
   void kind_curves(std::initializer_list<int64_t> sizes, Make make, Count count,
                    const std::string& unit, const std::string& method, Keep keep) {
@@ -620,7 +648,7 @@ class Suite {
         return without_wait(kind_benches[i]->node_seconds(repetition_));
       });
       for (size_t i = 0; i < kind_benches.size(); ++i) {
-        keep(op_type, work[i], seconds[i]);
+        keep(op_type, work[i], seconds[i], kind_benches[i]->graph());
         record(op_type + " of " + std::to_string(static_cast<int64_t>(work[i])) + " " + unit,
                seconds[i], "s", method + median_note());
       }

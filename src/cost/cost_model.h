@@ -139,8 +139,15 @@ class CostModel {
     // Depthwise convolutions' kernel times by FLOPs, less a Conv's fixed cost, by the layouts
     // they read and write (depthwise_layout_key).
     std::map<std::string, WorkCurve, std::less<>> depthwise;
-    // Kinds timed by elements (the profile's op_element_curves), their fixed cost left out.
+    // Kinds timed by elements (the profile's op_element_curves), their fixed cost left out; a
+    // kind that works along rows, in the longest rows it was timed in.
     std::map<std::string, WorkCurve, std::less<>> element_curves;
+    // A kind that works along rows, also timed in shorter rows: that curve and both lengths.
+    struct ShortRows {
+      double row = 0, long_row = 0;
+      WorkCurve curve;
+    };
+    std::map<std::string, ShortRows, std::less<>> short_rows;
     // Copies timed by their contiguous runs (op_run_curves), their fixed cost left out.
     std::map<std::string, WorkCurve, std::less<>> run_curves;
     // A convolution's reorders of an NCHW input in and of its output out, by their bytes.
@@ -198,6 +205,10 @@ class CostModel {
   // `weight_bytes`: the weights of the run the op is part of (their working set).
   OpTime roofline(const Node& node, const Graph& graph, int device, double weight_bytes) const;
   double vector_op_rate(const DeviceModel& model, const Node& node, Precision precision) const;
+  // What a kind that works along rows takes beyond its curve for `elements` in rows of its
+  // node's length, per row; 0 for other kinds.
+  static double short_rows_seconds(const DeviceModel& model, const Node& node, const Graph& graph,
+                                   double elements);
   // Loop and If: the ops of the body (times its trip count) or of the branch taken.
   OpTime control_flow(const Node& node, const Graph& graph, int device, double weight_bytes) const;
   // The label of a figure's source as OpTime::source gives it.

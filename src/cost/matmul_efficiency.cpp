@@ -11,15 +11,17 @@ MatmulEfficiency::MatmulEfficiency(const std::vector<CalibrationProfile::GemmPoi
   std::vector<WorkCurve::Point> points, squares;
   std::vector<CalibrationProfile::GemmPoint> kept;
   for (const auto& point : curve) {
-    const double flops = 2.0 * static_cast<double>(point.m) * static_cast<double>(point.n) *
-                         static_cast<double>(point.k);
+    const double flops = 2.0 * static_cast<double>(point.batch) * static_cast<double>(point.m) *
+                         static_cast<double>(point.n) * static_cast<double>(point.k);
     const double compute = point.seconds - fixed_seconds;
-    const double b_bytes = 4.0 * static_cast<double>(point.k) * static_cast<double>(point.n);
+    const double b_bytes = 4.0 * static_cast<double>(point.batch) * static_cast<double>(point.k) *
+                           static_cast<double>(point.n);
     const bool reading_bound =
         weights.measured() && b_bytes / weights.rate(b_bytes) >= 0.5 * compute;
     if (reading_bound || flops <= 0 || compute <= 0) continue;
     points.push_back({flops, compute});
-    if (point.m == point.n && point.n == point.k) squares.push_back(points.back());
+    if (point.batch == 1 && point.m == point.n && point.n == point.k)
+      squares.push_back(points.back());
     kept.push_back(point);
   }
   // By FLOPs, the squares' times: a skinnier shape's own departure from them is its shape's
@@ -29,10 +31,10 @@ MatmulEfficiency::MatmulEfficiency(const std::vector<CalibrationProfile::GemmPoi
   if (measured_peak_ <= 0) measured_peak_ = curve_.best_rate();
   for (size_t i = 0; i < kept.size(); ++i) {
     const auto& point = kept[i];
-    residuals_.push_back({std::log2(static_cast<double>(point.m)),
-                          std::log2(static_cast<double>(point.n)),
-                          std::log2(static_cast<double>(point.k)), points[i].seconds,
-                          std::log(points[i].seconds / curve_.seconds(points[i].work))});
+    residuals_.push_back(
+        {std::log2(static_cast<double>(point.batch)), std::log2(static_cast<double>(point.m)),
+         std::log2(static_cast<double>(point.n)), std::log2(static_cast<double>(point.k)),
+         points[i].seconds, std::log(points[i].seconds / curve_.seconds(points[i].work))});
   }
 }
 
@@ -46,16 +48,21 @@ double MatmulEfficiency::seconds(double flops, double peak) const {
 double MatmulEfficiency::seconds(const GemmShape& shape, double peak) const {
   const double on_curve = seconds(shape.flops(), peak);
   if (residuals_.empty() || on_curve <= 0) return on_curve;
-  const double m = std::log2(static_cast<double>(shape.m)),
+  const double batch = std::log2(std::max(1.0, shape.batch)),
+               m = std::log2(static_cast<double>(shape.m)),
                n = std::log2(static_cast<double>(shape.n)),
                k = std::log2(static_cast<double>(shape.k));
-  // Inverse squared distance in doublings; a measured shape is its own figure.
+  // Inverse squared distance in doublings; a measured shape is its own figure. A batch runs as
+  // one call, its products split among the threads: priced as all its FLOPs, off the curve as
+  // far as measured batches near it ran (8 products of 32^3 took what one of 64^3 did, on one
+  // thread or two).
   double weighted = 0, weights = 0;
   for (const ShapeResidual& near : residuals_) {
-    const double dm = m - near.log2_m, dn = n - near.log2_n, dk = k - near.log2_k;
-    if (std::abs(dm) > 1 || std::abs(dn) > 1 || std::abs(dk) > 1) continue;
-    const double squared = dm * dm + dn * dn + dk * dk;
-    if (squared == 0) return shape.batch * near.seconds * measured_peak_ / peak;
+    const double db = batch - near.log2_batch, dm = m - near.log2_m, dn = n - near.log2_n,
+                 dk = k - near.log2_k;
+    if (std::abs(db) > 1 || std::abs(dm) > 1 || std::abs(dn) > 1 || std::abs(dk) > 1) continue;
+    const double squared = db * db + dm * dm + dn * dn + dk * dk;
+    if (squared == 0) return near.seconds * measured_peak_ / peak;
     weighted += near.log_ratio / squared;
     weights += 1 / squared;
   }

@@ -35,15 +35,15 @@ class MatmulEfficiency {
   // (all points' where fewer than two squares were measured); non-decreasing in flops.
   double seconds(double flops, double peak) const;
   // Seconds of compute for the product `shape` at `peak`: a measured shape's own time; else its
-  // FLOPs' time on the curve, times how far off it the measured shapes within a factor of two of
-  // it in each of m, n and k ran (the nearer, the more weight; none near, none). On a 2-vCPU
-  // Xeon a transformer's 128- and 256-row products ran at 400 GFLOP/s where squares of about the
-  // same FLOPs ran at 460.
+  // FLOPs' time on the curve (a batch's, all its products'), times how far off it the measured
+  // shapes within a factor of two of it in each of batch, m, n and k ran (the nearer, the more
+  // weight; none near, none). On a 2-vCPU Xeon a transformer's 128- and 256-row products ran at
+  // 400 GFLOP/s where squares of about the same FLOPs ran at 460.
   double seconds(const GemmShape& shape, double peak) const;
 
  private:
   struct ShapeResidual {
-    double log2_m, log2_n, log2_k;
+    double log2_batch, log2_m, log2_n, log2_k;
     double seconds;    // measured, less the fixed cost
     double log_ratio;  // log(measured / the curve)
   };

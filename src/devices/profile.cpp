@@ -110,6 +110,10 @@ class ProfileReader {
         if (!array[i].is_object()) fail(point, "expected an object");
         curve.push_back({number_at(array[i], work, point + "." + work, true),
                          number_at(array[i], "seconds", point + ".seconds", true)});
+        if constexpr (requires(Point p) { p.row; }) {
+          if (array[i].contains("row"))
+            curve.back().row = number_at(array[i], "row", point + ".row", true);
+        }
       }
     }
   }
@@ -253,6 +257,8 @@ class ProfileReader {
       point.n = integer_at(curve[i], "n", field + ".n", 1);
       point.k = integer_at(curve[i], "k", field + ".k", 1);
       point.seconds = number_at(curve[i], "seconds", field + ".seconds", true);
+      if (curve[i].contains("batch"))
+        point.batch = integer_at(curve[i], "batch", field + ".batch", 1);
       profile.gemm_curve.push_back(point);
     }
 
@@ -400,6 +406,21 @@ double rated_elements(const Node& node, const Graph& graph) {
   return 0;
 }
 
+double row_length(const Node& node, const Graph& graph) {
+  const bool softmax = node.op_type == "Softmax" || node.op_type == "LogSoftmax";
+  if ((!softmax && node.op_type != "LayerNormalization") || node.inputs.empty() ||
+      node.inputs[0] < 0)
+    return 0;
+  const Shape& shape = graph.values[node.inputs[0]].type.shape;
+  const auto rank = static_cast<int64_t>(shape.size());
+  int64_t axis = node.attr_int("axis", -1);
+  if (rank == 0 || !is_static(shape) || axis < -rank || axis >= rank) return 0;
+  if (axis < 0) axis += rank;
+  // A Softmax along an inner axis runs down columns, another loop.
+  if (softmax && axis != rank - 1) return 0;
+  return static_cast<double>(numel(Shape(shape.begin() + axis, shape.end())));
+}
+
 double copy_runs(const Node& node, const Graph& graph) {
   if (node.op_type != "Gather" && node.op_type != "Concat") return 0;
   const auto axis_of = [&](size_t rank) {
@@ -501,6 +522,7 @@ void write_profile(const std::string& path, const CalibrationProfile& profile) {
   json curve = json::array();
   for (const auto& point : profile.gemm_curve) {
     curve.push_back({{"m", point.m}, {"n", point.n}, {"k", point.k}, {"seconds", point.seconds}});
+    if (point.batch > 1) curve.back()["batch"] = point.batch;
   }
   json bandwidth = json::array();
   for (const auto& point : profile.bandwidth_curve) {
@@ -566,8 +588,12 @@ void write_profile(const std::string& path, const CalibrationProfile& profile) {
     json kinds = json::object();
     for (const auto& [op_type, points] : curves) {
       json array = json::array();
-      for (const auto& point : points)
+      for (const auto& point : points) {
         array.push_back({{work, work_of(point)}, {"seconds", point.seconds}});
+        if constexpr (requires { point.row; }) {
+          if (point.row > 0) array.back()["row"] = point.row;
+        }
+      }
       kinds[op_type] = std::move(array);
     }
     root[key] = std::move(kinds);

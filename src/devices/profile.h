@@ -21,8 +21,12 @@ struct CalibrationProfile {
   struct GemmPoint {
     int64_t m = 0, n = 0, k = 0;
     double seconds = 0;
+    // Products of that shape in one op, as attention's heads are: one call, its batch split among
+    // the threads (8 products of 32^3 took 4.8 us on one thread of a 2-vCPU Xeon, one 1.4).
+    int64_t batch = 1;
   };
-  std::vector<GemmPoint> gemm_curve;  // square and skinny shapes, small to large
+  // Square and skinny shapes, small to large; batches of small squares.
+  std::vector<GemmPoint> gemm_curve;
   // Elementwise traffic from in-cache to beyond the caches: an fp32 Add's bytes (read +
   // written, as the IR counts them) and its time. memory_bandwidth is the largest point's rate.
   struct BandwidthPoint {
@@ -111,9 +115,13 @@ struct CalibrationProfile {
   // sizes (16 KiB to 1 MiB of fp32): op type -> points in ascending elements. An op of such a type
   // takes at least its kind's time for its elements. Empty in older profiles and on compiled
   // devices (XLA fuses them into its loops).
+  // A kind that works along rows (row_length) costs per row as well as per element (a Softmax of
+  // 32768 floats took 21.7 us in rows of 256 and 48.9 in rows of 16, on one thread of a 2-vCPU
+  // Xeon, linear in the rows between): it is timed at both lengths, each point with its `row`.
   struct ElementPoint {
     double elements = 0;
     double seconds = 0;
+    double row = 0;  // the rows' length for a kind that works along rows; else 0
   };
   std::map<std::string, std::vector<ElementPoint>> op_element_curves;
   // Copies in short runs, which cost per run rather than per element (a Gather of one column of
@@ -159,6 +167,10 @@ std::string vector_op_key(const Node& node);
 // EmbeddingBag's elements read (its indices times a table row's), as its bags may hold one row
 // or hundreds. 0 when they are not static.
 double rated_elements(const Node& node, const Graph& graph);
+
+// The length of the rows a Softmax, LogSoftmax (along the last axis) or LayerNormalization
+// normalizes, in elements; 0 for other ops, another axis and shapes that are not static.
+double row_length(const Node& node, const Graph& graph);
 
 // What an op_run_curves curve counts: the contiguous runs a copy op moves, a Gather's one per
 // index and outer row (its run the dims after the axis), a Concat's one per input and outer row

@@ -34,7 +34,12 @@ CalibrationProfile sample_profile() {
   profile.figures.launch_overhead = {1.5e-6, "calibration p.json: chain", "one thread"};
   profile.figures.memory_bytes = {2.4e10, "calibration p.json: sysconf", ""};
   profile.host_link_bandwidth = {9.5e9, "calibration p.json: memcpy", ""};
-  profile.gemm_curve = {{32, 32, 32, 2.5e-6}, {1024, 1024, 1024, 0.0117}, {1, 1024, 1024, 3e-5}};
+  profile.gemm_curve = {{32, 32, 32, 2.5e-6},
+                        {1024, 1024, 1024, 0.0117},
+                        {1, 1024, 1024, 3e-5},
+                        {64, 64, 64, 2.1e-5, 8}};
+  profile.op_element_curves = {{"Softmax", {{4096, 3e-6, 256}, {4096, 6e-6, 16}}},
+                               {"Transpose", {{4096, 1e-6}}}};
   profile.bandwidth_curve = {{49152, 3.5e-7}, {201326592, 0.0195}};
   profile.op_seconds = {{"Relu(float32[2x3])->(float32[2x3]){}", 4e-7},
                         {"MatMul(float32[2x256],float32[256x10])->(float32[2x10]){}", 2.5e-6}};
@@ -94,7 +99,15 @@ TEST(Profile, RoundTripKeepsFiguresCurveAndOpTimes) {
     EXPECT_EQ(read.gemm_curve[i].n, written.gemm_curve[i].n);
     EXPECT_EQ(read.gemm_curve[i].k, written.gemm_curve[i].k);
     EXPECT_EQ(read.gemm_curve[i].seconds, written.gemm_curve[i].seconds);
+    EXPECT_EQ(read.gemm_curve[i].batch, written.gemm_curve[i].batch);
   }
+  EXPECT_EQ(read.gemm_curve.back().batch, 8);
+  // A kind along rows keeps each point's row length; another kind has none.
+  ASSERT_EQ(read.op_element_curves.at("Softmax").size(), 2u);
+  EXPECT_EQ(read.op_element_curves.at("Softmax")[0].row, 256);
+  EXPECT_EQ(read.op_element_curves.at("Softmax")[1].row, 16);
+  EXPECT_EQ(read.op_element_curves.at("Softmax")[1].seconds, 6e-6);
+  EXPECT_EQ(read.op_element_curves.at("Transpose")[0].row, 0);
   ASSERT_EQ(read.bandwidth_curve.size(), 2u);
   EXPECT_EQ(read.bandwidth_curve[1].bytes, 201326592);
   EXPECT_EQ(read.bandwidth_curve[1].seconds, 0.0195);
@@ -170,6 +183,15 @@ TEST(Profile, ElementCurvePointWithoutTimeIsRejected) {
                         "\"op_element_curves\": {\"Pad\": [{\"elements\": 4096, \"seconds\": 0}]}, "
                         "\"op_seconds\""),
       "op_element_curves[\"Pad\"][0].seconds");
+}
+
+TEST(Profile, ElementCurvePointOfRowsOfNothingIsRejected) {
+  expect_rejected(profile_text_with("\"row\": 16", "\"row\": 0"),
+                  "op_element_curves[\"Softmax\"][1].row");
+}
+
+TEST(Profile, GemmPointOfABatchOfNoProductsIsRejected) {
+  expect_rejected(profile_text_with("\"batch\": 8", "\"batch\": 0"), "gemm_curve[3].batch");
 }
 
 TEST(Profile, RunCurvePointWithoutRunsIsRejected) {

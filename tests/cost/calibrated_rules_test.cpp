@@ -364,6 +364,48 @@ TEST(CalibratedCost, AKindTimedByElementsTakesItsCurveArithmeticIncluded) {
   EXPECT_NEAR(time_of(plain, graph).compute_seconds, graph.nodes[0].cost.flops / 100e9, 1e-15);
 }
 
+TEST(CalibratedCost, AKindAlongRowsPaysPerRowAsTheTwoLengthsTimedSay) {
+  // A Softmax of 32,768 elements took 20 us in rows of 256 and 50 in rows of 16 (its fixed cost,
+  // 1 us, besides): 30 us more for 1,920 more rows.
+  CalibrationProfile profile = cache_profile();
+  profile.op_overheads = {{"Softmax", 1e-6}};
+  profile.op_element_curves = {
+      {"Softmax", {{32768, 1e-6 + 20e-6, 256}, {32768, 1e-6 + 50e-6, 16}}}};
+  const CostModel model(profiled_cluster(), {{kCpu, profile}});
+  const auto softmax = [](const Shape& shape, int64_t axis) {
+    GraphBuilder builder;
+    const int x = builder.input("x", DType::kFloat32, shape);
+    return builder.infer({builder.node("Softmax", {x}, {{"axis", axis}})});
+  };
+  const auto priced = [&](const Graph& graph) { return time_of(model, graph).memory_seconds; };
+  const double per_row = 30e-6 / (2048 - 128);
+  // Rows of 32 (attention's over 32 tokens): 1,024 rows, 896 more than in rows of 256.
+  const Graph rows_of_32 = softmax({2, 16, 32, 32}, -1);
+  EXPECT_EQ(row_length(rows_of_32.nodes[0], rows_of_32), 32);
+  EXPECT_NEAR(priced(rows_of_32), 20e-6 + 896 * per_row, 1e-12);
+  // The lengths timed are their own points; longer rows, fewer of them, a little less.
+  EXPECT_NEAR(priced(softmax({128, 256}, 1)), 20e-6, 1e-12);
+  EXPECT_NEAR(priced(softmax({2048, 16}, -1)), 50e-6, 1e-12);
+  EXPECT_NEAR(priced(softmax({32, 1024}, -1)), 20e-6 - 96 * per_row, 1e-12);
+  // Along an inner axis the kernel runs down columns: no row length, its elements' time.
+  const Graph columns = softmax({2, 16, 32, 32}, 2);
+  EXPECT_EQ(row_length(columns.nodes[0], columns), 0);
+  EXPECT_NEAR(priced(columns), 20e-6, 1e-12);
+  // A LayerNormalization's rows are every dim from its axis on.
+  GraphBuilder normalizing;
+  const int x = normalizing.input("x", DType::kFloat32, {4, 8, 16});
+  const int scale = normalizing.input("scale", DType::kFloat32, {8, 16});
+  const Graph norm = normalizing.infer(
+      {normalizing.node("LayerNormalization", {x, scale}, {{"axis", int64_t{1}}})});
+  EXPECT_EQ(row_length(norm.nodes[0], norm), 128);
+  // Timed in rows of one length only (an older profile): its elements' time, whatever its rows.
+  CalibrationProfile older = cache_profile();
+  older.op_overheads = {{"Softmax", 1e-6}};
+  older.op_element_curves = {{"Softmax", {{32768, 1e-6 + 20e-6}}}};
+  const CostModel old_model(profiled_cluster(), {{kCpu, older}});
+  EXPECT_NEAR(time_of(old_model, rows_of_32).memory_seconds, 20e-6, 1e-12);
+}
+
 TEST(CalibratedCost, KindsTimedByElementsTakeNoLessThanTheirCurve) {
   CalibrationProfile profile = cache_profile();
   // Points include the kind's fixed cost, which the curve leaves to the overhead.

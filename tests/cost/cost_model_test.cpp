@@ -348,6 +348,31 @@ TEST(MatmulEfficiency, MeasuredTimesArePooledIntoAMonotoneCurve) {
   EXPECT_NEAR(curve.seconds(2.0 * 32 * 32 * 32, 2e12), 5e-6, 1e-15);
 }
 
+TEST(MatmulEfficiency, ABatchIsPricedAsAllItsFlopsOffTheCurveAsFarAsTheBatchesNearIt) {
+  // Squares at 1 TFLOP/s; 8 products of 32^3 in one call took what their FLOPs' square (64^3)
+  // takes, 8 of 64^3 twice what theirs (128^3) takes.
+  const double s32 = 2.0 * 32 * 32 * 32 / 1e12, s64 = 8 * s32, s128 = 8 * s64;
+  const MatmulEfficiency curve({{32, 32, 32, s32},
+                                {64, 64, 64, s64},
+                                {128, 128, 128, s128},
+                                {32, 32, 32, s64, 8},
+                                {64, 64, 64, 2 * s128, 8}},
+                               0, 1e12);
+  // A measured batch is its own figure, not 8 times its one product's.
+  EXPECT_NEAR(curve.seconds(GemmShape{8, 32, 32, 32}, 1e12), s64, 1e-15);
+  EXPECT_NEAR(curve.seconds(GemmShape{8, 64, 64, 64}, 1e12), 2 * s128, 1e-15);
+  // One product is the squares' (a batch of 8 is three doublings away).
+  EXPECT_NEAR(curve.seconds(GemmShape{1, 64, 64, 64}, 1e12), s64, 1e-15);
+  // 16 of 32^3: all its FLOPs (two 64^3's) on the curve, off it by the batches within a doubling
+  // in each of batch, m, n and k: 8 of 32^3 one doubling away (on the curve), 8 of 64^3 two
+  // (2x).
+  EXPECT_NEAR(curve.seconds(GemmShape{16, 32, 32, 32}, 1e12),
+              2 * s64 * std::exp((std::log(2.0) / 4) / (1 + 0.25)), 1e-15);
+  // 4 of 1024^3, nothing measured near: all its FLOPs at the curve's last rate.
+  EXPECT_NEAR(curve.seconds(GemmShape{4, 1024, 1024, 1024}, 1e12),
+              4 * 2.0 * 1024 * 1024 * 1024 / 1e12, 1e-15);
+}
+
 TEST(MatmulEfficiency, AShapeIsPricedAsFarOffTheSquaresAsTheMeasuredShapesNearIt) {
   // Squares at 1 TFLOP/s, and a product of 128 rows with 512^3's FLOPs that took 1.5x as long.
   const double square = 2.0 * 512 * 512 * 512 / 1e12, rows = 1.5 * square;
@@ -359,10 +384,9 @@ TEST(MatmulEfficiency, AShapeIsPricedAsFarOffTheSquaresAsTheMeasuredShapesNearIt
   // By FLOPs alone, the squares' times.
   EXPECT_NEAR(curve.seconds(2.0 * 512 * 512 * 512, 1e12), square, 1e-15);
   EXPECT_NEAR(curve.seconds(2.0 * 1024 * 512 * 512, 1e12), 2 * square, 1e-15);
-  // A measured shape is its own figure, for each of a batch.
+  // A measured shape is its own figure.
   EXPECT_NEAR(curve.seconds(GemmShape{1, 512, 512, 512}, 1e12), square, 1e-15);
   EXPECT_NEAR(curve.seconds(GemmShape{1, 128, 1024, 1024}, 1e12), rows, 1e-15);
-  EXPECT_NEAR(curve.seconds(GemmShape{4, 128, 1024, 1024}, 1e12), 4 * rows, 1e-15);
   // Twice the columns, within a doubling of the 128-row shape only: 1.5x the squares' time for
   // its FLOPs (beyond the last square, at its rate).
   EXPECT_NEAR(curve.seconds(GemmShape{1, 128, 2048, 1024}, 1e12), 2 * square * 1.5, 1e-15);
