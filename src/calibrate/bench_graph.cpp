@@ -347,10 +347,11 @@ Graph product_then_reads(int64_t m, int64_t k, int64_t n) {
   BenchGraph graph;
   const int x = graph.input({DType::kFloat32, {m, k}});
   const int weights = graph.random_constant({DType::kFloat32, {k, n}});
+  const int bias = graph.random_constant({DType::kFloat32, {n}});
   const int product = graph.node("MatMul", {x, weights});
-  const int first = graph.node("Neg", {product});
-  const int second = graph.node("Neg", {first});
-  return graph.finish({graph.node("Neg", {second})});
+  const int first = graph.node("Add", {product, bias});
+  const int second = graph.node("Add", {first, bias});
+  return graph.finish({graph.node("Add", {second, bias})});
 }
 
 Graph product_after_neg(int64_t m, int64_t k, int64_t n) {
@@ -367,13 +368,14 @@ Graph batched_product_after_negs(int64_t batch, int64_t m, int64_t k, int64_t n)
   return graph.finish({graph.node("MatMul", {a, b})});
 }
 
-Graph product_reads_a_neg(int64_t m, int64_t k, int64_t n) {
+Graph product_reads_an_add(int64_t m, int64_t k, int64_t n) {
   BenchGraph graph;
   const int x = graph.input({DType::kFloat32, {m, k}});
   const int weights = graph.random_constant({DType::kFloat32, {k, n}});
-  const int negated = graph.node("Neg", {graph.node("MatMul", {x, weights})});
+  const int bias = graph.random_constant({DType::kFloat32, {n}});
+  const int biased = graph.node("Add", {graph.node("MatMul", {x, weights}), bias});
   const int next_weights = graph.random_constant({DType::kFloat32, {n, n}});
-  return graph.finish({graph.node("MatMul", {negated, next_weights})});
+  return graph.finish({graph.node("MatMul", {biased, next_weights})});
 }
 
 Graph unary_chain(const std::vector<std::string>& kinds, int64_t elements) {

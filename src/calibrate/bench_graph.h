@@ -109,9 +109,10 @@ std::vector<KindGraph> row_kind_graphs(int64_t elements, int64_t row);
 // columns.
 std::vector<KindGraph> run_kind_graphs(int64_t runs);
 
-// An `m` x `k` by `k` x `n` MatMul (constant weights), then three Negs in a chain: the first
-// reads what the product wrote, the second what an elementwise op wrote (nodes 1 and 2); the
-// third writes the graph's output, which a run hands to its caller rather than to its arena.
+// An `m` x `k` by `k` x `n` MatMul (constant weights), then three bias Adds in a chain, a linear
+// layer's: the first reads what the product wrote, the second what an elementwise op wrote
+// (nodes 1 and 2); the third writes the graph's output, which a run hands to its caller rather
+// than to its arena.
 Graph product_then_reads(int64_t m, int64_t k, int64_t n);
 // A Neg of x[m,k], then it times random weights [k,n] (node 1): a product whose input an
 // elementwise op wrote in the same run, as a model's products' are.
@@ -119,10 +120,10 @@ Graph product_after_neg(int64_t m, int64_t k, int64_t n);
 // Negs of a[batch,m,k] and b[batch,k,n], then their batched product (node 2): attention's
 // products, of two activations written in the same run.
 Graph batched_product_after_negs(int64_t batch, int64_t m, int64_t k, int64_t n);
-// x[m,k] times random weights [k,n], a Neg of the product, and that Neg's output times random
-// weights [n,n]: a tensor an elementwise op writes for a product as wide to read (a narrow one
-// is not split among the threads as a model's are).
-Graph product_reads_a_neg(int64_t m, int64_t k, int64_t n);
+// x[m,k] times random weights [k,n], a bias Add of the product, and that Add's output times
+// random weights [n,n]: a tensor an elementwise op writes for a product as wide to read (a narrow
+// one is not split among the threads as a model's are).
+Graph product_reads_an_add(int64_t m, int64_t k, int64_t n);
 
 // Unary ops of the kinds given, in that order, in a chain on `elements` floats.
 Graph unary_chain(const std::vector<std::string>& kinds, int64_t elements);

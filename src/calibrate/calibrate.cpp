@@ -1025,8 +1025,9 @@ class Suite {
 
   // The first op to read a matrix product's output reads it slower than the next one does (on
   // a 2-vCPU Xeon, a Neg of a 128x1024 product's output took 26 us, the Neg after it 13): each
-  // point, the first Neg's kernel time less the second's, by the tensor's bytes; 0 where it was
-  // no slower (a 4 MiB output: past the caches either way).
+  // point, the first bias Add's kernel time less the second's (a linear layer's Add, what reads
+  // most products' outputs in models), by the tensor's bytes; 0 where it was no slower (a 4 MiB
+  // output: past the caches either way).
   void product_output_reads() {
     const Repetition repetition = options_.quick ? repetition_ : Repetition{7, 500, 0.1};
     constexpr int64_t kDepth = 256, kWidth = 1024;
@@ -1035,9 +1036,9 @@ class Suite {
     if (device_.compiled()) return;  // no per-node times
     for (const int64_t m : rows) {
       OpBench bench(device_, product_then_reads(m, kDepth, kWidth));
-      OpBench before_product(device_, product_reads_a_neg(m, kDepth, kWidth));
+      OpBench before_product(device_, product_reads_an_add(m, kDepth, kWidth));
       const double bytes = 4.0 * static_cast<double>(m * kWidth);
-      // The first Neg's kernel time, after a product and before a Neg (the write's baseline):
+      // The first Add's kernel time, after a product and before an Add (the write's baseline):
       // its fastest over the read's timings, as a stall only ever slows a run.
       double first_read = 0;
       const std::optional<double> read = plausible_extra(bytes, [&] {
@@ -1048,8 +1049,8 @@ class Suite {
       const std::string read_name = "first read of a product's output " + joined({m, kWidth});
       const std::string read_method =
           "a " + joined({m, kDepth, kWidth}) +
-          " MatMul, then Negs in a chain: the first's kernel time less the second's (0 where no "
-          "slower), " +
+          " MatMul, then bias Adds in a chain: the first's kernel time less the second's (0 where "
+          "no slower), " +
           median_note();
       if (!read) {
         record(read_name, 0, "s", read_method + kStalled);
@@ -1057,13 +1058,13 @@ class Suite {
       }
       profile_.product_output_read_curve.push_back({bytes, std::max(0.0, *read)});
       record(read_name, std::max(0.0, *read), "s", read_method);
-      // The same Neg again, its output now read by a product.
+      // The same Add again, its output now read by a product.
       const std::optional<double> write = plausible_extra(
           bytes, [&] { return before_product.per_node_seconds(repetition).at(1) - first_read; });
       const std::string write_name = "write of a product's input " + joined({m, kWidth});
       const std::string write_method =
-          "the Neg above with its output read by a " + joined({m, kWidth, kWidth}) +
-          " MatMul: its kernel time less the Neg's before a Neg (0 where no slower), " +
+          "the Add above with its output read by a " + joined({m, kWidth, kWidth}) +
+          " MatMul: its kernel time less the Add's before an Add (0 where no slower), " +
           median_note();
       if (!write) {
         record(write_name, 0, "s", write_method + kStalled);
