@@ -340,6 +340,11 @@ std::vector<KindGraph> row_kind_graphs(int64_t elements, int64_t row) {
   graphs.push_back({"LayerNormalization",
                     single_op_graph("LayerNormalization", {{rows}, {scale, true}, {scale, true}},
                                     {{"axis", int64_t{-1}}})});
+  // Square planes of `row` pixels (a squeeze-and-excitation block pools 2x2 to 56x56 ones).
+  const auto side = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(row))));
+  graphs.push_back({"GlobalAveragePool",
+                    single_op_graph("GlobalAveragePool",
+                                    {{{DType::kFloat32, {1, elements / row, side, side}}}})});
   return graphs;
 }
 

@@ -95,14 +95,14 @@ Graph conv_weight_chain(int count, int64_t batch = 2, int64_t side = 2);
 // primitive, each writing about `elements` elements (a multiple of 1024; a NonZero reads them):
 // a channels-last Transpose, a Concat, a Slice, a row Gather, a Pad, a 2x bilinear Resize, a
 // NonZero of a sparse mask, a bias Add broadcast over rows, a Softmax and a LayerNormalization
-// over rows of 256.
+// over rows of 256, a GlobalAveragePool of 16x16 planes (the last three reading `elements`).
 struct KindGraph {
   std::string op_type;
   Graph graph;
 };
 std::vector<KindGraph> element_kind_graphs(int64_t elements);
 // The kinds that work along rows (row_length): a Softmax and a LayerNormalization over `elements`
-// in rows of `row`.
+// in rows of `row`, a GlobalAveragePool of planes of `row` pixels (a square number).
 std::vector<KindGraph> row_kind_graphs(int64_t elements, int64_t row);
 // Copies in runs of one element, `runs` of them (copy_runs): a Gather of one column of a
 // [runs, 16] table (a detector's scores, one class at a time), a Concat of two [runs / 2, 1]

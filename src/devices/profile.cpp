@@ -398,9 +398,11 @@ double rated_elements(const Node& node, const Graph& graph) {
     if (!is_static(table) || !is_static(indices) || table.empty() || table[0] <= 0) return 0;
     return static_cast<double>(numel(indices)) * static_cast<double>(numel(table) / table[0]);
   }
-  for (const auto& ids : {node.outputs, node.inputs}) {
-    if (ids.empty() || ids[0] < 0) continue;
-    const Shape& shape = graph.values[ids[0]].type.shape;
+  // A GlobalAveragePool reads a plane for each value it writes: its input's elements.
+  const bool reduces = node.op_type == "GlobalAveragePool";
+  for (const auto* ids : {reduces ? &node.inputs : &node.outputs, &node.inputs}) {
+    if (ids->empty() || ids->front() < 0) continue;
+    const Shape& shape = graph.values[ids->front()].type.shape;
     if (is_static(shape)) return static_cast<double>(numel(shape));
   }
   return 0;
@@ -408,12 +410,14 @@ double rated_elements(const Node& node, const Graph& graph) {
 
 double row_length(const Node& node, const Graph& graph) {
   const bool softmax = node.op_type == "Softmax" || node.op_type == "LogSoftmax";
-  if ((!softmax && node.op_type != "LayerNormalization") || node.inputs.empty() ||
+  const bool pool = node.op_type == "GlobalAveragePool";
+  if ((!softmax && !pool && node.op_type != "LayerNormalization") || node.inputs.empty() ||
       node.inputs[0] < 0)
     return 0;
   const Shape& shape = graph.values[node.inputs[0]].type.shape;
   const auto rank = static_cast<int64_t>(shape.size());
-  int64_t axis = node.attr_int("axis", -1);
+  // A pool's rows are its planes: the dims after batch and channels.
+  int64_t axis = pool ? 2 : node.attr_int("axis", -1);
   if (rank == 0 || !is_static(shape) || axis < -rank || axis >= rank) return 0;
   if (axis < 0) axis += rank;
   // A Softmax along an inner axis runs down columns, another loop.

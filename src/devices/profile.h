@@ -163,13 +163,15 @@ std::string vector_op_key(const Node& node);
 
 // What an op_element_curves curve counts: the elements of the node's first output, which these
 // kernels' loops write one by one (a 2x Resize computes four outputs per input); the first
-// input's where the output's size depends on the data (a NonZero scans its input); an
-// EmbeddingBag's elements read (its indices times a table row's), as its bags may hold one row
-// or hundreds. 0 when they are not static.
+// input's where the output's size depends on the data (a NonZero scans its input) or is its
+// reduction (a GlobalAveragePool reads each plane to write one value); an EmbeddingBag's
+// elements read (its indices times a table row's), as its bags may hold one row or hundreds. 0
+// when they are not static.
 double rated_elements(const Node& node, const Graph& graph);
 
 // The length of the rows a Softmax, LogSoftmax (along the last axis) or LayerNormalization
-// normalizes, in elements; 0 for other ops, another axis and shapes that are not static.
+// normalizes, or a GlobalAveragePool averages (its planes), in elements; 0 for other ops,
+// another axis and shapes that are not static.
 double row_length(const Node& node, const Graph& graph);
 
 // What an op_run_curves curve counts: the contiguous runs a copy op moves, a Gather's one per

@@ -205,11 +205,13 @@ TEST(Calibrate, QuickGivesPlausibleFiguresInSeconds) {
   // this quick calibration runs beside other tests, and one stall of a 1 MiB Concat made it
   // 30 ns an element, as slow as a Resize.)
   // The kinds that work along rows, in rows of 256 and again in rows of 16.
-  for (const char* kind : {"Transpose", "Concat", "Slice", "Gather", "EmbeddingBag", "Pad",
-                           "Resize", "NonZero", "Add", "Softmax", "LayerNormalization"}) {
+  for (const char* kind :
+       {"Transpose", "Concat", "Slice", "Gather", "EmbeddingBag", "Pad", "Resize", "NonZero", "Add",
+        "Softmax", "LayerNormalization", "GlobalAveragePool"}) {
     ASSERT_EQ(profile.op_element_curves.count(kind), 1u) << kind;
     const auto& points = profile.op_element_curves.at(kind);
-    const bool rows = std::string(kind) == "Softmax" || std::string(kind) == "LayerNormalization";
+    const bool rows = std::string(kind) == "Softmax" || std::string(kind) == "LayerNormalization" ||
+                      std::string(kind) == "GlobalAveragePool";
     ASSERT_EQ(points.size(), rows ? 6u : 3u) << kind;
     for (size_t i = 0; i < points.size(); ++i) {
       EXPECT_EQ(points[i].row, rows ? (i < 3 ? 256 : 16) : 0) << kind;

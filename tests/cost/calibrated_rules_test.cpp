@@ -398,6 +398,12 @@ TEST(CalibratedCost, AKindAlongRowsPaysPerRowAsTheTwoLengthsTimedSay) {
   const Graph norm = normalizing.infer(
       {normalizing.node("LayerNormalization", {x, scale}, {{"axis", int64_t{1}}})});
   EXPECT_EQ(row_length(norm.nodes[0], norm), 128);
+  // A GlobalAveragePool's rows are its planes, its elements those it reads.
+  GraphBuilder pooling;
+  const int image = pooling.input("image", DType::kFloat32, {2, 576, 2, 2});
+  const Graph pool = pooling.infer({pooling.node("GlobalAveragePool", {image})});
+  EXPECT_EQ(row_length(pool.nodes[0], pool), 4);
+  EXPECT_EQ(rated_elements(pool.nodes[0], pool), 2 * 576 * 4);
   // Timed in rows of one length only (an older profile): its elements' time, whatever its rows.
   CalibrationProfile older = cache_profile();
   older.op_overheads = {{"Softmax", 1e-6}};
