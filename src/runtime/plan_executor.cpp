@@ -142,7 +142,7 @@ struct PlanExecutor::Pool {
   // ~5%).
   std::chrono::nanoseconds caller_awake() const {
     constexpr auto kLongest = std::chrono::milliseconds(1);
-    return std::min<std::chrono::nanoseconds>(std::max(kAwake, last_wait + kAwake), kLongest);
+    return std::min<std::chrono::nanoseconds>(last_wait + kAwake, kLongest);
   }
 
   void shut_down() {
