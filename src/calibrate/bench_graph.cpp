@@ -40,15 +40,21 @@ int BenchGraph::random_constant(const TensorType& type) {
 }
 
 int BenchGraph::node(const std::string& op_type, std::vector<int> inputs, Attributes attributes) {
+  return node_of_outputs(op_type, std::move(inputs), 1, std::move(attributes)).front();
+}
+
+std::vector<int> BenchGraph::node_of_outputs(const std::string& op_type, std::vector<int> inputs,
+                                             int count, Attributes attributes) {
   Node node;
   node.name = op_type + std::to_string(graph_.nodes.size());
   node.op_type = op_type;
   node.inputs = std::move(inputs);
   node.attributes = std::move(attributes);
-  node.outputs = {graph_.add_value(node.name + "_out")};
-  const int output = node.outputs[0];
+  for (int i = 0; i < count; ++i)
+    node.outputs.push_back(graph_.add_value(node.name + "_out" + (i ? std::to_string(i) : "")));
+  std::vector<int> outputs = node.outputs;
   graph_.nodes.push_back(std::move(node));
-  return output;
+  return outputs;
 }
 
 Graph BenchGraph::finish(std::vector<int> outputs) {
@@ -326,6 +332,34 @@ std::vector<KindGraph> element_kind_graphs(int64_t elements) {
     const int found = graph.constant(Tensor::from_vector<uint8_t>(DType::kBool, {elements}, mask));
     graphs.push_back({"NonZero", graph.finish({graph.node("NonZero", {found})})});
   }
+  {
+    // A detector's candidates: the best 100 scores of each row of 1024.
+    BenchGraph graph;
+    const int scores = graph.input({DType::kFloat32, {elements / 1024, 1024}});
+    const int k = graph.constant(int64s({100}));
+    graphs.push_back({"TopK", graph.finish(graph.node_of_outputs("TopK", {scores, k}, 2))});
+  }
+  {
+    // Boxes on a grid, none overlapping: every candidate is compared with every box kept before
+    // it, as many pairs as rated_elements counts.
+    BenchGraph graph;
+    const auto boxes =
+        static_cast<int64_t>(std::lround(std::sqrt(2.0 * static_cast<double>(elements))));
+    const auto side = static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(boxes))));
+    std::vector<float> corners;
+    for (int64_t b = 0; b < boxes; ++b) {
+      const auto y = static_cast<float>(b / side * 10), x = static_cast<float>(b % side * 10);
+      corners.insert(corners.end(), {y, x, y + 5, x + 5});
+    }
+    const int box_input =
+        graph.constant(Tensor::from_vector<float>(DType::kFloat32, {1, boxes, 4}, corners));
+    const int scores = graph.input({DType::kFloat32, {1, 1, boxes}});
+    const int cap = graph.constant(int64s({boxes}));
+    const int iou = graph.constant(Tensor::from_vector<float>(DType::kFloat32, {1}, {0.5F}));
+    graphs.push_back(
+        {"NonMaxSuppression",
+         graph.finish({graph.node("NonMaxSuppression", {box_input, scores, cap, iou})})});
+  }
   // A linear layer's bias, broadcast over its rows.
   graphs.push_back({"Add", single_op_graph("Add", {{rows}, {row, true}})});
   for (KindGraph& kind : row_kind_graphs(elements, 256)) graphs.push_back(std::move(kind));
@@ -416,6 +450,51 @@ Graph counting_loop(int64_t trips) {
   const int initial = graph.input(carried);
   return graph.finish(
       {graph.node("Loop", {trip_count, keep_going, initial}, {{"body", body_graph}})});
+}
+
+namespace {
+
+constexpr int64_t kRnnBatch = 2, kRnnHidden = 64;
+
+struct RnnWeights {
+  int weights, bias;
+};
+
+RnnWeights rnn_weights(BenchGraph& graph) {
+  return {graph.random_constant({DType::kFloat32, {kRnnHidden, kRnnHidden}}),
+          graph.random_constant({DType::kFloat32, {kRnnHidden}})};
+}
+
+// One step of the cell: tanh(state x weights + bias).
+int rnn_cell(BenchGraph& graph, int state, const RnnWeights& cell) {
+  return graph.node("Tanh",
+                    {graph.node("Add", {graph.node("MatMul", {state, cell.weights}), cell.bias})});
+}
+
+}  // namespace
+
+Graph rnn_loop(int64_t trips) {
+  const TensorType state{DType::kFloat32, {kRnnBatch, kRnnHidden}};
+  BenchGraph body;
+  body.input({DType::kInt64, {}});  // iteration number
+  const int condition = body.input({DType::kBool, {}});
+  const int next = rnn_cell(body, body.input(state), rnn_weights(body));
+  auto body_graph = std::make_shared<Graph>(
+      body.finish({body.node("Identity", {condition}), next, body.node("Identity", {next})}));
+
+  BenchGraph graph;
+  const int trip_count = graph.constant(Tensor::from_vector<int64_t>(DType::kInt64, {}, {trips}));
+  const int keep_going = graph.constant(Tensor::from_vector<uint8_t>(DType::kBool, {}, {1}));
+  return graph.finish(graph.node_of_outputs("Loop", {trip_count, keep_going, graph.input(state)}, 2,
+                                            {{"body", body_graph}}));
+}
+
+Graph rnn_chain(int64_t steps) {
+  BenchGraph graph;
+  int state = graph.input({DType::kFloat32, {kRnnBatch, kRnnHidden}});
+  const RnnWeights cell = rnn_weights(graph);
+  for (int64_t step = 0; step < steps; ++step) state = rnn_cell(graph, state, cell);
+  return graph.finish({state});
 }
 
 }  // namespace tandem::calibrate

@@ -17,6 +17,9 @@ class BenchGraph {
   // Adds a node; returns its (single) output's value id.
   int node(const std::string& op_type, std::vector<int> inputs,
            std::map<std::string, Attribute, std::less<>> attributes = {});
+  // Adds a node of `count` outputs (a TopK's values and indices); returns their value ids.
+  std::vector<int> node_of_outputs(const std::string& op_type, std::vector<int> inputs, int count,
+                                   std::map<std::string, Attribute, std::less<>> attributes = {});
   // Marks the outputs and infers every shape and cost.
   Graph finish(std::vector<int> outputs);
 
@@ -134,5 +137,12 @@ Graph view_chain(int count);
 // A Loop of `trips` iterations (a constant trip count) carrying a 4x16 tensor through a body
 // of one Add of a constant and one Identity for the condition.
 Graph counting_loop(int64_t trips);
+
+// An RNN as exporters write one: a Loop of `trips` iterations whose body carries a 2x64 state
+// through a MatMul by constant weights, a bias Add and a Tanh, and hands each state out as a
+// scan output (an Identity) beside the condition's Identity. rnn_chain is the same cell's ops,
+// `steps` times in a chain: what the Loop costs beyond it is its iterations' own.
+Graph rnn_loop(int64_t trips);
+Graph rnn_chain(int64_t steps);
 
 }  // namespace tandem::calibrate

@@ -217,6 +217,7 @@ class Suite {
     cross_core_handoffs();
     view_overhead();
     subgraph_run_overhead();
+    loop_iteration_overhead();
     vector_throughput();
     element_curves();
     run_curves();
@@ -1185,6 +1186,28 @@ class Suite {
         median_note();
     record("subgraph run", seconds, "s", method);
     profile_.subgraph_run_overhead = measured(seconds, method);
+  }
+
+  // A Loop's iteration costs more than an If's branch run: its iteration number and condition
+  // made, the condition read back, the carried values passed on, each scan slice kept and
+  // stacked. Measured on an RNN cell as exporters write one, against the same cell's ops in a
+  // chain (each priced apart).
+  void loop_iteration_overhead() {
+    constexpr int64_t kTrips = 16;
+    OpBench loop(device_, rnn_loop(kTrips));
+    OpBench chain(device_, rnn_chain(kTrips));
+    const double difference = loop.run_seconds(repetition_) - chain.run_seconds(repetition_);
+    // The Loop node's own step, and the body's two Identities (view steps) priced as its ops.
+    const double steps = profile_.figures.launch_overhead.value +
+                         2.0 * static_cast<double>(kTrips) * profile_.view_overhead.value;
+    const double seconds = std::max(0.0, (difference - steps) / static_cast<double>(kTrips));
+    const std::string method =
+        "a Loop of " + std::to_string(kTrips) +
+        " iterations of an RNN cell (2x64 state: MatMul, bias Add, Tanh; a scan output) less the "
+        "cell's ops in a chain, one dispatch and the body's view steps, per iteration, " +
+        median_note();
+    record("loop iteration", seconds, "s", method);
+    profile_.loop_iteration_overhead = measured(seconds, method);
   }
 
   Device& device_;

@@ -763,7 +763,13 @@ OpTime CostModel::control_flow(const Node& node, const Graph& graph, int device,
     }
   }
   // The node's own step, then each run of the subgraph: its executor's setup and its ops.
-  const double per_run = model.profile ? model.profile->subgraph_run_overhead.value : 0;
+  double per_run = 0;
+  if (model.profile) {
+    const CalibrationProfile& profile = *model.profile;
+    per_run = node.op_type == "Loop" && profile.loop_iteration_overhead.known()
+                  ? profile.loop_iteration_overhead.value
+                  : profile.subgraph_run_overhead.value;
+  }
   OpTime time;
   time.overhead_seconds =
       figures(device).launch_overhead.value + runs * (per_run + body.overhead_seconds);

@@ -1,5 +1,6 @@
 #include "devices/profile.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -231,6 +232,8 @@ class ProfileReader {
     profile.view_overhead = figure_at(root, "view_overhead", "view_overhead");
     profile.subgraph_run_overhead =
         figure_at(root, "subgraph_run_overhead", "subgraph_run_overhead");
+    profile.loop_iteration_overhead =
+        figure_at(root, "loop_iteration_overhead", "loop_iteration_overhead");
     if (root.contains("vector_op_rates")) {
       const json& rates = object_at(root, "vector_op_rates", "vector_op_rates");
       for (const auto& [op_type, rate] : rates.items()) {
@@ -390,6 +393,28 @@ std::string vector_op_key(const Node& node) {
   return node.op_type;
 }
 
+namespace {
+
+double box_pairs(const Node& node, const Graph& graph) {
+  if (node.inputs.size() < 2 || node.inputs[0] < 0 || node.inputs[1] < 0) return 0;
+  const Shape& boxes = graph.values[node.inputs[0]].type.shape;
+  const Shape& scores = graph.values[node.inputs[1]].type.shape;
+  if (boxes.size() != 3 || scores.size() != 3 || !is_static(boxes) || !is_static(scores)) return 0;
+  const int64_t count = boxes[1];
+  int64_t kept = count;
+  if (node.inputs.size() > 2 && node.inputs[2] >= 0) {
+    const Value& cap = graph.values[node.inputs[2]];
+    if (cap.is_constant() && cap.constant.numel() == 1)
+      kept = std::clamp<int64_t>(cap.constant.to_int64s().at(0), 0, count);
+  }
+  // Candidate i is compared with min(i, kept) boxes.
+  const double below_cap = static_cast<double>(kept) * static_cast<double>(kept - 1) / 2;
+  const double past_cap = static_cast<double>(count - kept) * static_cast<double>(kept);
+  return static_cast<double>(scores[0]) * static_cast<double>(scores[1]) * (below_cap + past_cap);
+}
+
+}  // namespace
+
 double rated_elements(const Node& node, const Graph& graph) {
   if (node.op_type == "EmbeddingBag" && node.inputs.size() > 1 && node.inputs[0] >= 0 &&
       node.inputs[1] >= 0) {
@@ -398,8 +423,13 @@ double rated_elements(const Node& node, const Graph& graph) {
     if (!is_static(table) || !is_static(indices) || table.empty() || table[0] <= 0) return 0;
     return static_cast<double>(numel(indices)) * static_cast<double>(numel(table) / table[0]);
   }
-  // A GlobalAveragePool reads a plane for each value it writes: its input's elements.
-  const bool reduces = node.op_type == "GlobalAveragePool";
+  // A NonMaxSuppression compares each candidate box with those kept before it: as many pairs
+  // as its boxes make, per batch and class, where nothing is suppressed (kept boxes capped by
+  // a constant max_output_boxes_per_class).
+  if (node.op_type == "NonMaxSuppression") return box_pairs(node, graph);
+  // A GlobalAveragePool reads a plane for each value it writes, a TopK scans its rows for the
+  // few it writes: their input's elements.
+  const bool reduces = node.op_type == "GlobalAveragePool" || node.op_type == "TopK";
   for (const auto* ids : {reduces ? &node.inputs : &node.outputs, &node.inputs}) {
     if (ids->empty() || ids->front() < 0) continue;
     const Shape& shape = graph.values[ids->front()].type.shape;
@@ -585,6 +615,8 @@ void write_profile(const std::string& path, const CalibrationProfile& profile) {
   if (profile.subgraph_run_overhead.known()) {
     root["subgraph_run_overhead"] = figure_json(profile.subgraph_run_overhead);
   }
+  if (profile.loop_iteration_overhead.known())
+    root["loop_iteration_overhead"] = figure_json(profile.loop_iteration_overhead);
   if (!profile.vector_op_rates.empty()) root["vector_op_rates"] = profile.vector_op_rates;
   const auto kind_curves_json = [&](const auto& curves, const char* key, const char* work,
                                     auto work_of) {

@@ -104,6 +104,10 @@ struct CalibrationProfile {
   // - one run of a Loop body or an If branch beyond its ops' own times (the body's inputs,
   //   constants and outputs, the condition, the carried values).
   Figure subgraph_run_overhead;
+  // - a Loop's iteration beyond its body's ops (its iteration number and condition made, the
+  //   condition read, carried values passed on, scan slices kept and stacked); a profile without
+  //   it prices an iteration as a subgraph run.
+  Figure loop_iteration_overhead;
   // In-cache rates of the vector op types whose work the IR counts as one FLOP per element
   // (Tanh, Erf, Sigmoid, Exp, Gelu: transcendental functions), vector_op_key -> IR-counted FLOP/s,
   // kernel time less the dispatch overhead. Ops of these types run at their own rate rather
@@ -111,10 +115,10 @@ struct CalibrationProfile {
   std::map<std::string, double> vector_op_rates;
   // Kernel times of the kinds whose CPU kernels run in loops of their own, below the memory
   // curve's and the vector peak's rates (a Transpose, Concat, Slice, Gather, EmbeddingBag, Pad,
-  // Resize, NonZero; a bias Add, a Softmax, a LayerNormalization), by rated_elements, at three
-  // sizes (16 KiB to 1 MiB of fp32): op type -> points in ascending elements. An op of such a type
-  // takes at least its kind's time for its elements. Empty in older profiles and on compiled
-  // devices (XLA fuses them into its loops).
+  // Resize, NonZero, TopK, NonMaxSuppression; a bias Add, a Softmax, a LayerNormalization), by
+  // rated_elements, at three sizes (16 KiB to 1 MiB of fp32): op type -> points in ascending
+  // elements. An op of such a type takes at least its kind's time for its elements. Empty in
+  // older profiles and on compiled devices (XLA fuses them into its loops).
   // A kind that works along rows (row_length) costs per row as well as per element (a Softmax of
   // 32768 floats took 21.7 us in rows of 256 and 48.9 in rows of 16, on one thread of a 2-vCPU
   // Xeon, linear in the rows between): it is timed at both lengths, each point with its `row`.
@@ -164,9 +168,10 @@ std::string vector_op_key(const Node& node);
 // What an op_element_curves curve counts: the elements of the node's first output, which these
 // kernels' loops write one by one (a 2x Resize computes four outputs per input); the first
 // input's where the output's size depends on the data (a NonZero scans its input) or is its
-// reduction (a GlobalAveragePool reads each plane to write one value); an EmbeddingBag's
-// elements read (its indices times a table row's), as its bags may hold one row or hundreds. 0
-// when they are not static.
+// reduction (a GlobalAveragePool reads each plane to write one value, a TopK each row to write
+// its k); an EmbeddingBag's elements read (its indices times a table row's), as its bags may
+// hold one row or hundreds; a NonMaxSuppression's box pairs compared where none is suppressed.
+// 0 when they are not static.
 double rated_elements(const Node& node, const Graph& graph);
 
 // The length of the rows a Softmax, LogSoftmax (along the last axis) or LayerNormalization

@@ -269,6 +269,10 @@ TEST(CalibratedCost, LoopCostsItsBodyTimesItsTripCount) {
   const OpTime unknown = time_of(model, loop(-1));
   EXPECT_NEAR(unknown.seconds, kOverhead + 2e-6 + body, 1e-15);
   EXPECT_EQ(unknown.source, "Loop: body x 1 (trip count unknown, one iteration assumed)");
+  // A profile that timed a Loop's iteration prices a Loop's by it.
+  profile.loop_iteration_overhead = testing::figure(5e-6, "calibration cpu.json: iteration");
+  const CostModel iterated(profiled_cluster(), {{kCpu, profile}});
+  EXPECT_NEAR(time_of(iterated, five).seconds, kOverhead + 5 * (5e-6 + body), 1e-15);
 }
 
 TEST(CalibratedCost, IfCostsTheBranchItTakes) {
@@ -447,6 +451,25 @@ TEST(CalibratedCost, KindsTimedByElementsTakeNoLessThanTheirCurve) {
       bagging.infer({bagging.node("EmbeddingBag", {table, indices, starts, ends},
                                   {{"mode", std::string("sum")}, {"bags", int64_t{4}}})});
   EXPECT_EQ(rated_elements(bags.nodes[0], bags), 40 * 64);
+  // A TopK scans its rows for the few it writes: the elements it reads.
+  GraphBuilder ranking;
+  const int scores = ranking.input("scores", DType::kFloat32, {2, 200});
+  const int k = ranking.constant("k", DType::kInt64, {1});
+  Graph top = ranking.infer({ranking.node("TopK", {scores, k})});
+  EXPECT_EQ(rated_elements(top.nodes[0], top), 400);
+  // A NonMaxSuppression, its box pairs per batch and class: 100 boxes make 4950, and kept boxes
+  // capped at 10 compare 45 pairs among themselves and 90 x 10 with those after them.
+  GraphBuilder suppressing;
+  const int boxes = suppressing.input("boxes", DType::kFloat32, {1, 100, 4});
+  const int box_scores = suppressing.input("box_scores", DType::kFloat32, {1, 3, 100});
+  const int cap = suppressing.input("cap", DType::kInt64, {1});
+  const Graph uncapped =
+      suppressing.infer({suppressing.node("NonMaxSuppression", {boxes, box_scores})});
+  EXPECT_EQ(rated_elements(uncapped.nodes[0], uncapped), 3 * 4950);
+  Graph capped = uncapped;
+  capped.nodes[0].inputs.push_back(cap);
+  capped.values[cap].constant = Tensor::from_vector<int64_t>(DType::kInt64, {1}, {10});
+  EXPECT_EQ(rated_elements(capped.nodes[0], capped), 3 * (45 + 90 * 10));
   // A kind without a curve keeps the memory curve's time; a curve faster than it changes nothing.
   EXPECT_EQ(time_of(model, add(16)).memory_seconds, time_of(plain, add(16)).memory_seconds);
   profile.op_element_curves = {{"Transpose", {{65536, 1e-6 + 1e-9}}}};
@@ -798,6 +821,7 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   profile.streamed_conv_points = {{2.3e8, 9.4e6, 6.6e7, 6.8e-4}};
   profile.view_overhead = testing::figure(0.2e-6, "calibration p.json: views");
   profile.subgraph_run_overhead = testing::figure(1e-6, "calibration p.json: loop");
+  profile.loop_iteration_overhead = testing::figure(1.2e-6, "calibration p.json: iteration");
   profile.vector_op_rates = {{"Tanh", 2e9}};
   profile.op_element_curves = {{"Resize", {{4096, 2e-5}, {262144, 1e-3}}}};
   profile.op_overheads = {{"Conv", 3e-6}, {"Relu", 0.2e-6}};
@@ -823,6 +847,7 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   EXPECT_EQ(read.streamed_conv_points[0].seconds, 6.8e-4);
   EXPECT_EQ(read.view_overhead.value, 0.2e-6);
   EXPECT_EQ(read.subgraph_run_overhead.value, 1e-6);
+  EXPECT_EQ(read.loop_iteration_overhead.value, 1.2e-6);
   EXPECT_EQ(read.vector_op_rates.at("Tanh"), 2e9);
   ASSERT_EQ(read.op_element_curves.at("Resize").size(), 2u);
   EXPECT_EQ(read.op_element_curves.at("Resize")[1].elements, 262144);
@@ -857,6 +882,7 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   EXPECT_TRUE(old.weight_curve.empty());
   EXPECT_TRUE(old.conv_weight_curve.empty());
   EXPECT_FALSE(old.view_overhead.known());
+  EXPECT_FALSE(old.loop_iteration_overhead.known());
   EXPECT_TRUE(old.vector_op_rates.empty());
   EXPECT_TRUE(old.op_element_curves.empty());
   EXPECT_TRUE(old.op_overheads.empty());
