@@ -124,38 +124,46 @@ TEST(Executor, KernelsCompiledOnOneThreadRunOnAnother) {
   EXPECT_EQ(std::memcmp(from_worker.raw(), expected.raw(), expected.nbytes()), 0);
 }
 
-TEST(Executor, LoopCarriesStateAndStacksScans) {
+// A Loop of `trips` iterations over x = [2] floats whose body computes `op`(state, step) with
+// `step` = [1, 0.5] read from the enclosing graph; the body declares its state `declared` and,
+// with `scan`, hands each state out as a scan output.
+Graph stepping_loop(const std::string& op, Shape declared, int64_t trips, bool scan) {
   Graph body;
   body.opset = 17;
   const int iteration = body.add_value("i", {DType::kInt64, {}});
   const int cond_in = body.add_value("cond_in", {DType::kBool, {}});
-  const int state = body.add_value("state", {DType::kFloat32, {2}});
+  const int state = body.add_value("state", {DType::kFloat32, std::move(declared)});
   body.inputs = {iteration, cond_in, state};
   const int step = body.add_value("step");
   body.values[step].outer_scope = true;  // read from the enclosing graph
-  const int next = add_node(body, "Add", {state, step});
-  const int cond_out = add_node(body, "Identity", {cond_in});
-  const int scan = add_node(body, "Identity", {next});
-  body.outputs = {cond_out, next, scan};
+  const int next = add_node(body, op, {state, step});
+  if (op == "Concat") body.nodes.back().attributes["axis"] = int64_t{0};
+  body.outputs = {add_node(body, "Identity", {cond_in}), next};
+  if (scan) body.outputs.push_back(add_node(body, "Identity", {next}));
 
   Graph graph;
   graph.opset = 17;
   const int x = graph.add_value("x", {DType::kFloat32, {2}});
   graph.inputs = {x};
   add_constant(graph, "step", floats({2}, {1.0f, 0.5f}));
-  const int trips =
-      add_constant(graph, "trips", Tensor::from_vector<int64_t>(DType::kInt64, {}, {5}));
+  const int trip_count =
+      add_constant(graph, "trips", Tensor::from_vector<int64_t>(DType::kInt64, {}, {trips}));
   Node loop;
   loop.name = "loop";
   loop.op_type = "Loop";
-  loop.inputs = {trips, -1, x};
-  loop.outputs = {graph.add_value("final"), graph.add_value("history")};
+  loop.inputs = {trip_count, -1, x};
+  loop.outputs = {graph.add_value("final")};
+  if (scan) loop.outputs.push_back(graph.add_value("history"));
   loop.attributes["body"] = std::make_shared<Graph>(std::move(body));
+  graph.outputs = loop.outputs;
   graph.nodes.push_back(std::move(loop));
-  graph.outputs = {graph.find_value("final"), graph.find_value("history")};
   graph.sort_topologically();
   infer_graph(graph);
+  return graph;
+}
 
+TEST(Executor, LoopCarriesStateAndStacksScans) {
+  const Graph graph = stepping_loop("Add", {2}, 5, true);
   cpu::CpuDevice device;
   GraphExecutor executor(graph, device);
   const std::vector<Tensor> out = executor.run(std::vector<Tensor>{floats({2}, {10.0f, 20.0f})});
@@ -171,48 +179,17 @@ TEST(Executor, LoopCarriesStateAndStacksScans) {
 // A body that declares its carried value's dim unknown (an exporter's "batch") runs with the
 // shape it is given where the body hands that shape back, and stays dynamic where it grows.
 TEST(Executor, LoopBodyOfUnknownDimsKeepsTheCarriedShapeOnlyWhereItHoldsIt) {
-  const auto loop_graph = [](const std::string& op) {
-    Graph body;
-    body.opset = 17;
-    const int iteration = body.add_value("i", {DType::kInt64, {}});
-    const int cond_in = body.add_value("cond_in", {DType::kBool, {}});
-    const int state = body.add_value("state", {DType::kFloat32, {kDynamicDim}});
-    body.inputs = {iteration, cond_in, state};
-    const int step = body.add_value("step");
-    body.values[step].outer_scope = true;
-    const int next = add_node(body, op, {state, step});
-    body.nodes.back().attributes["axis"] = int64_t{0};  // a Concat's; an Add has none
-    if (op != "Concat") body.nodes.back().attributes.clear();
-    body.outputs = {add_node(body, "Identity", {cond_in}), next};
-    Graph graph;
-    graph.opset = 17;
-    const int x = graph.add_value("x", {DType::kFloat32, {2}});
-    graph.inputs = {x};
-    add_constant(graph, "step", floats({2}, {1.0f, 0.5f}));
-    const int trips =
-        add_constant(graph, "trips", Tensor::from_vector<int64_t>(DType::kInt64, {}, {3}));
-    Node loop;
-    loop.name = "loop";
-    loop.op_type = "Loop";
-    loop.inputs = {trips, -1, x};
-    loop.outputs = {graph.add_value("final")};
-    loop.attributes["body"] = std::make_shared<Graph>(std::move(body));
-    graph.nodes.push_back(std::move(loop));
-    graph.outputs = {graph.find_value("final")};
-    infer_graph(graph);
-    return graph;
-  };
   const auto carried_out = [](const Graph& graph) {
     const Graph& body = *graph.nodes[0].attr_graph("body");
     return body.values[body.outputs[1]].type.shape;
   };
   cpu::CpuDevice device;
-  const Graph adding = loop_graph("Add");
+  const Graph adding = stepping_loop("Add", {kDynamicDim}, 3, false);
   EXPECT_EQ(carried_out(adding), (Shape{2}));
   const Tensor sum = GraphExecutor(adding, device).run(std::vector<Tensor>{floats({2}, {1, 2})})[0];
   ASSERT_EQ(sum.shape(), (Shape{2}));
   EXPECT_FLOAT_EQ(sum.data<float>()[1], 3.5f);
-  const Graph growing = loop_graph("Concat");
+  const Graph growing = stepping_loop("Concat", {kDynamicDim}, 3, false);
   EXPECT_EQ(carried_out(growing), (Shape{kDynamicDim}));
   const Tensor grown =
       GraphExecutor(growing, device).run(std::vector<Tensor>{floats({2}, {1, 2})})[0];
