@@ -63,10 +63,10 @@ bool infer_with_invariant_carried_shapes(const Graph& graph, const Node& loop, G
   }
   if (!refined) return false;
   infer_subgraph(trial);
+  // Body outputs: the condition, then the carried values in the inputs' order.
   for (size_t i = 2; i < loop.inputs.size(); ++i) {
-    const int out = 1 + static_cast<int>(i) - 2;
-    if (out >= static_cast<int>(trial.outputs.size())) return false;
-    if (trial.values[trial.outputs[out]].type.shape != trial.values[trial.inputs[i]].type.shape)
+    if (i - 1 >= trial.outputs.size()) return false;
+    if (trial.values[trial.outputs[i - 1]].type.shape != trial.values[trial.inputs[i]].type.shape)
       return false;
   }
   body = std::move(trial);
