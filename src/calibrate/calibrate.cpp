@@ -54,22 +54,23 @@ struct ConvShape {
 
 // Square sizes trace the efficiency curve from dispatch-bound to peak; skinny ones are the
 // shapes models have, and the cost model prices a product near one as far off the squares as it
-// ran (a batch of a few rows, a transformer's 64 and 256 tokens by its widths, tall thin
+// ran (a batch of a few rows, a transformer's 32, 64 and 256 tokens by its widths, tall thin
 // products); batches of small squares, attention's heads (8 and 32 of them), run as one call.
 // On one thread of a 2-vCPU Xeon, 64-row products ran at 171-177 GFLOP/s where squares of their
-// FLOPs ran at 195-200.
+// FLOPs ran at 195-200; 32-row ones at 160-167 where 64-row ones ran at 170-171.
 std::vector<GemmShape> gemm_shapes(bool quick) {
   if (quick) {
     return {{32, 32, 32},  {64, 64, 64},   {128, 128, 128}, {256, 256, 256},
             {1, 256, 256}, {16, 512, 256}, {64, 64, 64, 8}};
   }
-  return {{32, 32, 32},       {64, 64, 64},     {128, 128, 128},  {256, 256, 256},
-          {384, 384, 384},    {512, 512, 512},  {768, 768, 768},  {1024, 1024, 1024},
-          {1, 1024, 1024},    {16, 1024, 1024}, {128, 3072, 768}, {128, 768, 3072},
-          {256, 512, 512},    {256, 1024, 256}, {256, 256, 1024}, {256, 1536, 384},
-          {256, 384, 1536},   {64, 256, 256},   {64, 1024, 256},  {64, 256, 1024},
-          {4096, 64, 64},     {256, 256, 4096}, {32, 32, 32, 8},  {64, 64, 64, 8},
-          {128, 128, 128, 8}, {32, 32, 32, 32}, {64, 64, 64, 32}, {128, 128, 128, 32}};
+  return {{32, 32, 32},     {64, 64, 64},     {128, 128, 128},    {256, 256, 256},
+          {384, 384, 384},  {512, 512, 512},  {768, 768, 768},    {1024, 1024, 1024},
+          {1, 1024, 1024},  {16, 1024, 1024}, {128, 3072, 768},   {128, 768, 3072},
+          {256, 512, 512},  {256, 1024, 256}, {256, 256, 1024},   {256, 1536, 384},
+          {256, 384, 1536}, {64, 256, 256},   {64, 1024, 256},    {64, 256, 1024},
+          {32, 256, 256},   {32, 1024, 256},  {32, 256, 1024},    {4096, 64, 64},
+          {256, 256, 4096}, {32, 32, 32, 8},  {64, 64, 64, 8},    {128, 128, 128, 8},
+          {32, 32, 32, 32}, {64, 64, 64, 32}, {128, 128, 128, 32}};
 }
 
 // A ResNet stem, 3x3 body convs from 56x56 down to the 2x2 images of a late layer at a small
