@@ -61,18 +61,23 @@ Tensor concat_batch(std::span<const Tensor> pieces, int axis) {
   }
   for (const Tensor& piece : pieces) shape[axis] += piece.dim(axis);
   Tensor whole = Tensor::allocate(pieces[0].dtype(), shape);
-  const AxisView view = view_along(whole, axis);
-  const size_t whole_bytes = view.step_bytes * static_cast<size_t>(whole.dim(axis));
-  auto* target = static_cast<std::byte*>(whole.raw());
-  size_t offset = 0;
+  int64_t offset = 0;
   for (const Tensor& piece : pieces) {
-    const size_t piece_bytes = view.step_bytes * static_cast<size_t>(piece.dim(axis));
-    const auto* source = static_cast<const std::byte*>(piece.raw());
-    for (size_t row = 0; row < view.outer && piece_bytes; ++row)
-      std::memcpy(target + row * whole_bytes + offset, source + row * piece_bytes, piece_bytes);
-    offset += piece_bytes;
+    copy_into_batch(piece, whole, axis, offset);
+    offset += piece.dim(axis);
   }
   return whole;
+}
+
+void copy_into_batch(const Tensor& piece, Tensor& whole, int axis, int64_t offset) {
+  const AxisView view = view_along(whole, axis);
+  const size_t whole_bytes = view.step_bytes * static_cast<size_t>(whole.dim(axis));
+  const size_t piece_bytes = view.step_bytes * static_cast<size_t>(piece.dim(axis));
+  auto* target =
+      static_cast<std::byte*>(whole.raw()) + view.step_bytes * static_cast<size_t>(offset);
+  const auto* source = static_cast<const std::byte*>(piece.raw());
+  for (size_t row = 0; row < view.outer && piece_bytes; ++row)
+    std::memcpy(target + row * whole_bytes, source + row * piece_bytes, piece_bytes);
 }
 
 Tensor sum_pieces(std::span<const Tensor> pieces) {

@@ -85,6 +85,10 @@ struct PlanExecutor::RunState {
   std::vector<std::vector<std::unordered_map<int, int>>> reads_left;  // [piece][device]
   std::vector<std::deque<CopyTask>> copies;                           // per consumer device
   std::vector<std::vector<Tensor>> results;                           // [piece][graph output]
+  // Per graph output, the whole a split batch's joined output is copied into, where the piece
+  // graphs know its shape (joined_outputs_); which pieces' parts are in it.
+  std::vector<Tensor> joined;
+  std::vector<std::vector<char>> joined_part;  // [piece][graph output]
   std::exception_ptr error;
   bool aborted = false;
   Clock::time_point start;
@@ -312,6 +316,32 @@ void PlanExecutor::build_pieces() {
     piece_graph_.push_back(static_cast<int>(piece_graphs_.size()));
     piece_graphs_.push_back(std::move(piece_graph));
     graph_sizes.push_back(size);
+  }
+  // Where each piece's part of each joined output lies, where the piece graphs know it.
+  joined_outputs_.assign(graph_.outputs.size(), std::nullopt);
+  for (size_t k = 0; k < graph_.outputs.size(); ++k) {
+    if (k < split_.output_summed.size() && split_.output_summed[k]) continue;
+    JoinedOutput joined;
+    joined.axis = split_.output_axis[k];
+    bool known = joined.axis >= 0;
+    for (size_t p = 0; p < piece_sizes_.size() && known; ++p) {
+      const Graph& piece = *piece_graphs_[piece_graph_[p]];
+      const TensorType& type = piece.values[piece.outputs[k]].type;
+      known = is_static(type.shape) && joined.axis < static_cast<int>(type.shape.size());
+      if (!known) break;
+      if (p == 0) {
+        joined.dtype = type.dtype;
+        joined.whole = type.shape;
+        joined.offsets = {0};
+        continue;
+      }
+      Shape others = type.shape;  // the same dims but along the axis, as concat_batch requires
+      others[joined.axis] = joined.whole[joined.axis];
+      known = type.dtype == joined.dtype && others == joined.whole;
+      joined.offsets.push_back(joined.whole[joined.axis]);
+      joined.whole[joined.axis] += type.shape[joined.axis];
+    }
+    if (known) joined_outputs_[k] = std::move(joined);
   }
 }
 
@@ -619,6 +649,13 @@ std::vector<Tensor> PlanExecutor::run(std::span<const Tensor> inputs) {
   state.reads_left.assign(pieces, std::vector<std::unordered_map<int, int>>(device_count));
   state.copies.resize(device_count);
   state.results.assign(pieces, std::vector<Tensor>(graph_.outputs.size()));
+  state.joined.assign(graph_.outputs.size(), Tensor());
+  state.joined_part.assign(pieces, std::vector<char>(graph_.outputs.size(), 0));
+  for (size_t k = 0; k < joined_outputs_.size() && root; ++k) {
+    if (joined_outputs_[k])
+      state.joined[k] =
+          joined_memory_.allocate(joined_outputs_[k]->dtype, joined_outputs_[k]->whole);
+  }
   state.busy.assign(device_count, 0);
 
   std::vector<std::vector<Tensor>> input_pieces;  // [graph input][piece]
@@ -771,6 +808,18 @@ std::vector<Tensor> PlanExecutor::host_outputs(
       outputs.push_back(parts[0]);
       continue;
     }
+    bool whole = state.joined[k].defined();
+    for (int p = 0; p < pieces && whole; ++p) {
+      if (state.joined_part[p][k]) continue;
+      whole = fits_joined(parts[p], k, p, state);
+      if (whole)
+        copy_into_batch(parts[p], state.joined[k], joined_outputs_[k]->axis,
+                        joined_outputs_[k]->offsets[p]);
+    }
+    if (whole) {
+      outputs.push_back(state.joined[k]);
+      continue;
+    }
     try {
       const bool summed = k < split_.output_summed.size() && split_.output_summed[k];
       outputs.push_back(summed ? sum_pieces(parts) : concat_batch(parts, split_.output_axis[k]));
@@ -780,6 +829,17 @@ std::vector<Tensor> PlanExecutor::host_outputs(
     }
   }
   return outputs;
+}
+
+bool PlanExecutor::fits_joined(const Tensor& part, size_t output, int piece,
+                               const RunState& state) const {
+  if (!state.joined[output].defined() || !part.defined() || !part.on_host()) return false;
+  const JoinedOutput& joined = *joined_outputs_[output];
+  const size_t next = static_cast<size_t>(piece) + 1;
+  Shape shape = joined.whole;
+  shape[joined.axis] = (next < joined.offsets.size() ? joined.offsets[next] : shape[joined.axis]) -
+                       joined.offsets[piece];
+  return part.dtype() == joined.dtype && part.shape() == shape;
 }
 
 void PlanExecutor::compute_worker(RunState& state, int device,
@@ -863,7 +923,21 @@ void PlanExecutor::run_job(RunState& state, const Job& job) {
     }
   }
 
+  // Its parts of joined outputs, copied into the wholes while they are in this core's cache.
+  std::vector<size_t> joined;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto returned =
+        std::find(graph_.outputs.begin(), graph_.outputs.end(), compiled.outputs[i]);
+    if (returned == graph_.outputs.end()) continue;
+    const auto k = static_cast<size_t>(returned - graph_.outputs.begin());
+    if (!fits_joined(outputs[i], k, job.piece, state)) continue;
+    copy_into_batch(outputs[i], state.joined[k], joined_outputs_[k]->axis,
+                    joined_outputs_[k]->offsets[job.piece]);
+    joined.push_back(k);
+  }
+
   std::lock_guard lock(state.mutex);
+  for (const size_t k : joined) state.joined_part[job.piece][k] = 1;
   const double duration = seconds_between(begin, end);
   const int microbatch = piece_sizes_.size() > 1 ? job.piece : -1;
   state.spans.push_back({device * 2, "segment " + std::to_string(segment.index), "compute",

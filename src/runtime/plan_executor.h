@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "plan/plan.h"
 #include "report/timeline.h"
 #include "runtime/fault.h"
+#include "runtime/recycled_memory.h"
 #include "runtime/transport.h"
 
 namespace tandem {
@@ -119,6 +121,9 @@ class PlanExecutor {
   // The graph's outputs in host memory, the pieces of a split batch joined.
   std::vector<Tensor> host_outputs(RunState& state,
                                    const std::vector<std::vector<Tensor>>& input_pieces) const;
+  // Whether `part` is piece `piece`'s part of the joined output `output` of this run, in host
+  // memory, as the piece graph gave its shape.
+  bool fits_joined(const Tensor& part, size_t output, int piece, const RunState& state) const;
   void compute_worker(RunState& state, int device, const std::exception_ptr& start_error);
   void copy_worker(RunState& state, int device, const std::exception_ptr& start_error);
   void run_job(RunState& state, const Job& job);
@@ -139,10 +144,22 @@ class PlanExecutor {
   std::vector<int> piece_device_;     // data-parallel: the device of each piece; else -1
   std::vector<std::shared_ptr<const Graph>> piece_graphs_;  // per distinct piece size
   std::vector<int> piece_graph_;                            // piece -> index in piece_graphs_
-  std::vector<std::unique_ptr<Segment>> segments_;          // in a topological order
-  std::vector<std::vector<Job>> jobs_;                      // per device, in run order
-  std::vector<std::atomic<int>> segments_started_;          // per device, over all runs
-  std::vector<int> copies_expected_;                        // per device, every run
+  // Per graph output of a split batch: where each piece's part lies in the whole, when every
+  // piece graph gives it a static shape and it is joined (not summed). Its workers then copy
+  // their parts in as they finish, from their own caches, instead of run()'s thread reading
+  // them all from the other cores' afterwards.
+  struct JoinedOutput {
+    DType dtype = DType::kUndefined;
+    Shape whole;
+    int axis = 0;
+    std::vector<int64_t> offsets;  // per piece, along axis
+  };
+  std::vector<std::optional<JoinedOutput>> joined_outputs_;
+  RecycledHostMemory joined_memory_{2 * graph_.outputs.size()};
+  std::vector<std::unique_ptr<Segment>> segments_;  // in a topological order
+  std::vector<std::vector<Job>> jobs_;              // per device, in run order
+  std::vector<std::atomic<int>> segments_started_;  // per device, over all runs
+  std::vector<int> copies_expected_;                // per device, every run
   std::vector<Message> messages_;  // between ranks, every run; a message's tag is its index
   std::vector<std::vector<int>> sends_of_piece_;  // [piece]: messages this rank sends
   std::mutex run_mutex_;

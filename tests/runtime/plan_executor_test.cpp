@@ -20,6 +20,7 @@
 #include "expect_outputs.h"
 #include "ir/error.h"
 #include "ir/fuse.h"
+#include "ir/infer.h"
 #include "onnx/batch_split.h"
 #include "onnx/importer.h"
 #include "plan/evaluate.h"
@@ -420,6 +421,61 @@ TEST(PlanExecutor, RunTimeIncludesCopyingTheOutputsToHostMemory) {
   EXPECT_TRUE(outputs[1].on_host());
   EXPECT_GE(executor.stats().seconds,
             std::chrono::duration<double>(SlowToReadMemory::kRead).count());
+}
+
+// A split batch's outputs are joined along their own batch axis (a transposed one's is axis 1:
+// each piece's part is rows apart in the whole) from shares of unequal sizes, as one device
+// gives them; a second run, writing recycled wholes, gives the same.
+TEST(PlanExecutor, DataParallelOutputsJoinAlongTheirBatchAxisFromUnequalShares) {
+  const auto graph_for = [](int64_t batch) {
+    auto graph = std::make_shared<Graph>();
+    graph->opset = 13;
+    const int x = graph->add_value("x", {DType::kFloat32, {batch, 4, 6}});
+    const int transposed = graph->add_value("transposed"), rectified = graph->add_value("rectified");
+    Node transpose;
+    transpose.name = "transpose";
+    transpose.op_type = "Transpose";
+    transpose.inputs = {x};
+    transpose.outputs = {transposed};
+    transpose.attributes.emplace("perm", std::vector<int64_t>{1, 0, 2});
+    Node relu;
+    relu.name = "relu";
+    relu.op_type = "Relu";
+    relu.inputs = {x};
+    relu.outputs = {rectified};
+    graph->nodes = {transpose, relu};
+    graph->inputs = {x};
+    graph->outputs = {transposed, rectified};
+    infer_graph(*graph);
+    return graph;
+  };
+  const std::shared_ptr<Graph> whole = graph_for(3);
+  BatchSplit split;
+  split.dim = "batch";
+  split.batch = 3;
+  split.input_axis = {0};
+  split.output_axis = {1, 0};
+  split.graph_for = [&](int64_t samples) -> std::shared_ptr<const Graph> {
+    return graph_for(samples);
+  };
+  Plan plan;
+  plan.device_of_node = {0, 0};
+  plan.order = {0, 1};
+  plan.batch_share = {2.0 / 3, 1.0 / 3};
+  SplitCpu devices;
+  PlanExecutor executor(*whole, plan, devices.pointers(), split, devices.options());
+  const std::vector<Tensor> inputs = random_inputs(*whole);
+  cpu::CpuDevice reference("reference");
+  const std::vector<Tensor> expected = GraphExecutor(*whole, reference).run(inputs);
+  for (int run = 0; run < 2; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    const std::vector<Tensor> outputs = executor.run(inputs);
+    ASSERT_EQ(outputs.size(), 2u);
+    EXPECT_EQ(outputs[0].shape(), (Shape{4, 3, 6}));
+    EXPECT_EQ(outputs[1].shape(), (Shape{3, 4, 6}));
+    tandem::testing::expect_same_outputs(outputs, expected);
+    EXPECT_GT(executor.stats().busy_seconds[1], 0) << "the second share ran elsewhere";
+  }
 }
 
 // The measured trace with every run recorded: each iteration after the previous on one clock,
