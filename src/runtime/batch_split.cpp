@@ -33,8 +33,16 @@ std::vector<Tensor> split_batch(const Tensor& tensor, std::span<const int64_t> s
   for (int64_t size : sizes) {
     Shape shape = tensor.shape();
     shape[axis] = size;
-    Tensor piece = Tensor::allocate(tensor.dtype(), shape);
     const size_t piece_bytes = view.step_bytes * static_cast<size_t>(size);
+    // A piece that is one block of the host tensor, 64-byte aligned as fresh memory is, is a
+    // view of it: no copy on the caller's thread before the devices start.
+    if (view.outer == 1 && tensor.on_host() && offset % 64 == 0 &&
+        reinterpret_cast<uintptr_t>(source) % 64 == 0) {
+      pieces.push_back(tensor.view(offset, tensor.dtype(), shape));
+      offset += piece_bytes;
+      continue;
+    }
+    Tensor piece = Tensor::allocate(tensor.dtype(), shape);
     auto* target = static_cast<std::byte*>(piece.raw());
     for (size_t row = 0; row < view.outer && piece_bytes; ++row)
       std::memcpy(target + row * piece_bytes, source + row * whole_bytes + offset, piece_bytes);

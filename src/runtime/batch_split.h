@@ -6,7 +6,9 @@
 
 namespace tandem {
 
-// Splits a tensor along `axis` (its batch axis) into pieces of the given sizes.
+// Splits a tensor along `axis` (its batch axis) into pieces of the given sizes: views of it
+// where a piece is one 64-byte aligned block of a host tensor (axis 0, or only ones before it),
+// else copies.
 std::vector<Tensor> split_batch(const Tensor& tensor, std::span<const int64_t> sizes, int axis = 0);
 // Concatenates pieces along `axis`; InputError when they differ on another axis (a model whose
 // output does not follow its batch there).
