@@ -164,7 +164,12 @@ class Suite {
   void run() {
     const double before = speed_reference("start");
     benchmarks();
-    contention_log().speed_change = speed_reference("end") / before;
+    const double change = speed_reference("end") / before;
+    contention_log().speed_change = change;
+    profile_.speed_drift =
+        measured(std::max(change, 1 / change) - 1,
+                 "the speed references at the calibration's start and end, the larger of their "
+                 "two ratios less 1");
   }
 
  private:

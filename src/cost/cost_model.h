@@ -114,6 +114,9 @@ class CostModel {
   // docs/CLUSTERS.md; else the most any one of its CPU devices has alone); 0 where unknown.
   double main_memory_bandwidth(int device) const;
   double host_memory_bandwidth(const std::string& host) const;
+  // How far the machine's speed moved while the device's profile was measured
+  // (CalibrationProfile::speed_drift), 0 without one.
+  double speed_drift(int device) const;
 
   // The layout `node`'s kernel reads and writes on `device`, as its backend declares it for
   // `graph` (cached by graph); the ONNX layout where the backend keeps it.

@@ -108,6 +108,12 @@ struct CalibrationProfile {
   //   condition read, carried values passed on, scan slices kept and stacked); a profile without
   //   it prices an iteration as a subgraph run.
   Figure loop_iteration_overhead;
+  // How far the machine's speed moved while it was calibrated: a 256^3 product timed at the
+  // calibration's start and its end, the larger of the two ratios less 1 (0.27: one run took
+  // 27% longer than the other). Its figures carry that much of the machine's phase, so that a
+  // plan predicted faster by less is not told apart from the one it beats
+  // (PlanningProblem::split_margin). Absent in older profiles.
+  Figure speed_drift;
   // In-cache rates of the vector op types whose work the IR counts as one FLOP per element
   // (Tanh, Erf, Sigmoid, Exp, Gelu: transcendental functions), vector_op_key -> IR-counted FLOP/s,
   // kernel time less the dispatch overhead. Ops of these types run at their own rate rather

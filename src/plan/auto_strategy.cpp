@@ -303,7 +303,9 @@ class AutoStrategy : public Strategy {
     // A split is taken only where it beats the best one-device plan by more than the margin.
     const auto single = std::find_if(candidates.begin(), candidates.end(),
                                      [](const Plan& plan) { return devices_used(plan) == 1; });
-    const double margin = problem.options().split_margin;
+    const double margin = single == candidates.end() ? problem.options().split_margin
+                                                     : std::max(problem.split_margin(refined),
+                                                                problem.split_margin(*single));
     if (devices_used(refined) > 1 && single != candidates.end() &&
         objective_score(problem, refined) * (1 + margin) >= objective_score(problem, *single)) {
       Plan kept = *single;
@@ -312,7 +314,7 @@ class AutoStrategy : public Strategy {
       kept.reason = "best predicted " + figure + " on one device (" + single->strategy + " " +
                     objective_text(problem, *single) + "): the best split (" + chosen + " " +
                     objective_text(problem, refined) + ") wins by less than the " +
-                    std::to_string(std::lround(margin * 100)) + "% a split must win by";
+                    margin_text(problem.options(), margin);
       return kept;
     }
     refined.strategy = "auto";

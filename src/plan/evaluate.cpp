@@ -684,6 +684,13 @@ double objective_score(const PlanningProblem& problem, const Plan& plan) {
   return kInfinity;
 }
 
+std::string margin_text(const PlanOptions& options, double margin) {
+  return std::to_string(std::lround(margin * 100)) + "% a split must win by" +
+         (margin > options.split_margin
+              ? " (the machine's speed moved that much while its devices were calibrated)"
+              : "");
+}
+
 std::string objective_text(const PlanningProblem& problem, const Plan& plan) {
   const Prediction& predicted = plan.predicted;
   char text[64];

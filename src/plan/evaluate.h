@@ -35,6 +35,9 @@ std::vector<char> segment_starts(const Plan& plan, const std::vector<int>& posit
 double objective_score(const PlanningProblem& problem, const Plan& plan);
 // The objective's figure as a reason quotes it: "425 us", "812 samples/s", "$0.41 per M".
 std::string objective_text(const PlanningProblem& problem, const Plan& plan);
+// The margin a split must win by as a reason quotes it (PlanningProblem::split_margin): "10% a
+// split must win by", saying why where calibrations' drift raised it above the options'.
+std::string margin_text(const PlanOptions& options, double margin);
 
 // Whether the plan fits every device's memory; when not, names the first device that is
 // short and by how many bytes.

@@ -429,6 +429,16 @@ double PlanningProblem::launch_overhead(int device) const {
   return cluster().devices[device].figures.launch_overhead.value;
 }
 
+double PlanningProblem::split_margin(const Plan& plan) const {
+  double margin = options_.split_margin;
+  for (const int device : plan.device_of_node)
+    if (device >= 0) margin = std::max(margin, cost_.speed_drift(device));
+  for (size_t device = 0; device < plan.batch_share.size(); ++device)
+    if (plan.batch_share[device] > 0)
+      margin = std::max(margin, cost_.speed_drift(static_cast<int>(device)));
+  return margin;
+}
+
 double PlanningProblem::run_overhead(const Plan& plan) const {
   std::vector<char> used(device_count(), 0);
   std::vector<int> busy_on_host(host_count_, 0);  // cores the plan's devices keep busy

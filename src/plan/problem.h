@@ -215,6 +215,11 @@ class PlanningProblem {
   double run_overhead(const Plan& plan) const;
   // The same for a plan of `device` alone.
   double run_overhead(int device) const { return run_overheads_[device]; }
+  // The share by which another plan must be predicted better than `plan` (or `plan` than it)
+  // to be told apart: PlanOptions::split_margin, or more where a device `plan` runs on was
+  // calibrated while the machine's speed moved more (CostModel::speed_drift): its figures
+  // carry that much of the machine's phase.
+  double split_margin(const Plan& plan) const;
   // How many of its host's cores a device's work keeps busy while it runs, as its backend
   // declares it (Backend::busy_host_cores): a CPU device's own, every core for a PJRT CPU
   // plugin, one for an accelerator (its worker waits on it awake).

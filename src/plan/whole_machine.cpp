@@ -57,8 +57,11 @@ std::optional<PlannedCluster> compare_whole_machine(const PlanningProblem& given
                                      : "";
   const double given_score = objective_score(given, plan);
   const double whole_score = whole_plan ? objective_score(*whole.problem, *whole_plan) : kInfinity;
+  const double margin =
+      whole_plan ? std::max(given.split_margin(plan), whole.problem->split_margin(*whole_plan))
+                 : given.options().split_margin;
   // No plan there, or none that meets the objective (a cost's latency limit): the given stands.
-  if (whole_score >= kInfinity || given_score * (1 + given.options().split_margin) < whole_score) {
+  if (whole_score >= kInfinity || given_score * (1 + margin) < whole_score) {
     plan.reason += whole_plan ? "; against " + whole_text
                               : not_compared + "no plan fits " + merged_names(view);
     return std::nullopt;
@@ -67,10 +70,7 @@ std::optional<PlannedCluster> compare_whole_machine(const PlanningProblem& given
   whole_plan->reason =
       "predicted " + whole_text + ", against " + objective_text(given, plan) + " (" +
       (plan.chosen.empty() ? plan.strategy : plan.chosen) + " on the devices as given" +
-      (within_margin ? ", better by less than the " +
-                           std::to_string(std::lround(given.options().split_margin * 100)) +
-                           "% they must win by"
-                     : "") +
+      (within_margin ? ", better by less than the " + margin_text(given.options(), margin) : "") +
       "); " + whole_plan->reason;
   plan = std::move(*whole_plan);
   return whole;

@@ -166,8 +166,13 @@ TEST(Calibrate, QuickGivesPlausibleFiguresInSeconds) {
   EXPECT_EQ(profile.measurements.front().name, "speed reference at the start");
   const double start_seconds = measured("speed reference at the start");
   ASSERT_GT(start_seconds, 0);
-  EXPECT_DOUBLE_EQ(contention_log().speed_change,
-                   measured("speed reference at the end") / start_seconds);
+  const double change = measured("speed reference at the end") / start_seconds;
+  EXPECT_DOUBLE_EQ(contention_log().speed_change, change);
+  // The profile keeps how far the two lie apart, for the planner's margin.
+  EXPECT_NEAR(profile.speed_drift.value, std::max(change, 1 / change) - 1, 1e-12);
+  if (profile.speed_drift.known())
+    EXPECT_NE(profile.speed_drift.source.find("speed references"), std::string::npos)
+        << profile.speed_drift.source;
 
   EXPECT_GT(profile.figures.matrix_flops[kFp32].value, 1e9 * kFloor);  // > 1 GFLOP/s
   EXPECT_GT(profile.figures.memory_bandwidth.value, 1e9 * kFloor);     // > 1 GB/s

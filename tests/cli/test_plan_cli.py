@@ -151,7 +151,7 @@ class Plan(unittest.TestCase):
                 self.assertIsNotNone(found, reason)
                 whole_s, given_s = seconds(found.group(1)), seconds(found.group(2))
                 self.assertGreater(given_s * 1.1, whole_s * (1 - 1e-3), name)
-                self.assertEqual("better by less than the 10% they must win by" in reason,
+                self.assertEqual("better by less than the 10% a split must win by" in reason,
                                  given_s < whole_s, name)
             else:
                 found = re.search(r"; against " + number + r" on the machine as one device", reason)

@@ -168,6 +168,35 @@ TEST(Auto, TakesASplitOnlyWhereItWinsByMoreThanTheMargin) {
   }
 }
 
+// The margin grows to the largest drift of the calibrations of the devices either plan runs on:
+// the split above that wins by 11.5% is taken where device 1's profile drifted 5%, and not where
+// it drifted 20%, the reason saying why.
+TEST(Auto, TheMarginGrowsWithTheDriftOfTheDevicesCalibrations) {
+  const std::vector<std::vector<double>> seconds = {{1, 1.9}, {1.9, 1}};
+  const Cluster cluster = flat_cluster(2, 1e9, 0.3);
+  for (const auto& [drift, split_wins] : {std::pair{0.05, true}, std::pair{0.2, false}}) {
+    SCOPED_TRACE("drift " + std::to_string(drift));
+    CalibrationProfile drifted;
+    drifted.speed_drift = {drift, "a test's calibration"};
+    const CostModel cost(cluster, {{1, drifted}});
+    EXPECT_EQ(cost.speed_drift(0), 0);
+    EXPECT_EQ(cost.speed_drift(1), drift);
+    const PlanningProblem problem(
+        cluster, cost, seconds, std::vector<std::vector<std::pair<int, double>>>{{{1, 1e3}}, {}},
+        std::vector<double>{0, 0}, std::vector<double>{1e3, 0}, PlanOptions{});
+    const std::optional<Plan> plan = make_auto_strategy()->plan(problem);
+    ASSERT_TRUE(plan.has_value());
+    const std::set<int> used(plan->device_of_node.begin(), plan->device_of_node.end());
+    EXPECT_EQ(used.size(), split_wins ? 2u : 1u);
+    if (split_wins) continue;
+    EXPECT_NEAR(plan->predicted.latency_seconds, 2.9, 1e-6);
+    EXPECT_NE(plan->reason.find("wins by less than the 20% a split must win by (the machine's "
+                                "speed moved that much while its devices were calibrated)"),
+              std::string::npos)
+        << plan->reason;
+  }
+}
+
 TEST(Auto, RespectsMemory) {
   // Two nodes of 1 GB weights, devices of 1.5 GB: one node per device, whatever is faster.
   const TestProblem problem =
