@@ -1276,6 +1276,9 @@ CalibrationProfile calibrate_device(Device& device, DeviceKind kind, std::string
   profile.figures.run_overhead = measured(run.seconds, options, run.method);
   profile.measurements.push_back({"plan run", run.seconds, "s", run.method});
   if (options.progress) options.progress(profile.measurements.back());
+  profile.host_link_latency = measured(run.copy_latency, options, run.copy_method);
+  profile.measurements.push_back({"host link latency", run.copy_latency, "s", run.copy_method});
+  if (options.progress) options.progress(profile.measurements.back());
   // A batch of inputs' size: a buffer past the allocator's mmap threshold is fresh pages on
   // every copy (the CPU plugin's 64 MiB round trip, 3.4 GiB/s, priced a Relu over a 0.6 MB
   // input at 466 us where it ran in 108-128; its 4 MiB one, 30 GiB/s, at 110).

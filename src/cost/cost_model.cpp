@@ -321,9 +321,14 @@ void CostModel::add_device(int device, std::shared_ptr<const CalibrationProfile>
       if (!to_host) continue;
       overlay(link.bandwidth_forward, profile->host_link_bandwidth, model.profile_file);
       overlay(link.bandwidth_backward, profile->host_link_bandwidth, model.profile_file);
-      // A CPU's own link to host memory is the runtime's hand-off between workers.
-      if (link.implicit && link.kind == LinkKind::kHostMemory)
+      // A CPU's own link to host memory is the runtime's hand-off between workers; a device
+      // with memory of its own, one copy's fixed time where its calibration measured it.
+      const bool cpu_backend =
+          spec.backend == BackendKind::kCpu || spec.backend == BackendKind::kNone;
+      if (cpu_backend && link.implicit && link.kind == LinkKind::kHostMemory)
         overlay(link.latency, profile->figures.handoff_latency, model.profile_file);
+      else if (!cpu_backend)
+        overlay(link.latency, profile->host_link_latency, model.profile_file);
     }
     // The curves' points are kernel times of Adds and MatMuls: each less that kind's fixed cost,
     // which the op's overhead adds back.

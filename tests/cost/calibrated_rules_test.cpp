@@ -823,6 +823,7 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   profile.subgraph_run_overhead = testing::figure(1e-6, "calibration p.json: loop");
   profile.loop_iteration_overhead = testing::figure(1.2e-6, "calibration p.json: iteration");
   profile.speed_drift = testing::figure(0.27, "calibration p.json: speed references");
+  profile.host_link_latency = testing::figure(1.9e-6, "calibration p.json: copies");
   profile.vector_op_rates = {{"Tanh", 2e9}};
   profile.op_element_curves = {{"Resize", {{4096, 2e-5}, {262144, 1e-3}}}};
   profile.op_overheads = {{"Conv", 3e-6}, {"Relu", 0.2e-6}};
@@ -850,6 +851,7 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   EXPECT_EQ(read.subgraph_run_overhead.value, 1e-6);
   EXPECT_EQ(read.loop_iteration_overhead.value, 1.2e-6);
   EXPECT_EQ(read.speed_drift.value, 0.27);
+  EXPECT_EQ(read.host_link_latency.value, 1.9e-6);
   EXPECT_EQ(read.vector_op_rates.at("Tanh"), 2e9);
   ASSERT_EQ(read.op_element_curves.at("Resize").size(), 2u);
   EXPECT_EQ(read.op_element_curves.at("Resize")[1].elements, 262144);
@@ -886,6 +888,7 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   EXPECT_FALSE(old.view_overhead.known());
   EXPECT_FALSE(old.loop_iteration_overhead.known());
   EXPECT_FALSE(old.speed_drift.known());
+  EXPECT_FALSE(old.host_link_latency.known());
   EXPECT_TRUE(old.vector_op_rates.empty());
   EXPECT_TRUE(old.op_element_curves.empty());
   EXPECT_TRUE(old.op_overheads.empty());

@@ -106,6 +106,27 @@ TEST(Problem, HostCopiesChargeEachInputOnceAndEveryOutputOnDevicesWithTheirOwnMe
               cost.host_copy_seconds(x_bytes / 2, kGpu, true), 1e-15);
 }
 
+// A device with memory of its own whose calibration measured one copy's fixed time pays it for
+// every copy, in and out, beside the bytes at its measured rate; a CPU still pays none.
+TEST(Problem, ACalibratedCopyLatencyIsPaidByEveryCopyToADeviceWithItsOwnMemory) {
+  const Cluster cluster =
+      load_cluster(std::string(TANDEM_SOURCE_DIR) + "/examples/clusters/cpu-pjrt.yaml");
+  const int pjrt = cluster.device_index("pjrt0"), cpu = cluster.device_index("cpu0");
+  ASSERT_GE(pjrt, 0);
+  CalibrationProfile profile;
+  profile.host_link_bandwidth = {1e10, "calibration p.json: round trip"};
+  profile.host_link_latency = {2e-6, "calibration p.json: copies"};
+  const CostModel cost(cluster, {{pjrt, profile}});
+  const double bytes = 256;
+  EXPECT_NEAR(cost.host_copy_seconds(bytes, pjrt, true), 2e-6 + bytes / 1e10, 1e-15);
+  EXPECT_NEAR(cost.host_copy_seconds(bytes, pjrt, false), 2e-6 + bytes / 1e10, 1e-15);
+  EXPECT_EQ(cost.host_copy_seconds(bytes, cpu, true), 0);
+  // An older profile, without the figure, leaves the link's own latency.
+  profile.host_link_latency = {};
+  const CostModel older(cluster, {{pjrt, profile}});
+  EXPECT_LT(older.host_copy_seconds(bytes, pjrt, true), 2e-6 + bytes / 1e10);
+}
+
 // A plan on a device with its own memory takes the copies on top of its work, a data-parallel
 // replica the copies of its share; a CPU's replica none. The simulator agrees with the evaluator.
 TEST(Problem, PlansOnADeviceWithItsOwnMemoryPayTheHostCopies) {
