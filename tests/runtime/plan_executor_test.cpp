@@ -431,7 +431,8 @@ TEST(PlanExecutor, DataParallelOutputsJoinAlongTheirBatchAxisFromUnequalShares) 
     auto graph = std::make_shared<Graph>();
     graph->opset = 13;
     const int x = graph->add_value("x", {DType::kFloat32, {batch, 4, 6}});
-    const int transposed = graph->add_value("transposed"), rectified = graph->add_value("rectified");
+    const int transposed = graph->add_value("transposed"),
+              rectified = graph->add_value("rectified");
     Node transpose;
     transpose.name = "transpose";
     transpose.op_type = "Transpose";
