@@ -27,10 +27,10 @@ RuntimeCosts measure_runtime_costs(int threads, const Repetition& repetition,
 // What a plan's run on `device` (an accelerator's, a PJRT plugin's) costs beyond its program:
 // a one-segment plan of one small Add, fed from host memory and its result brought back as
 // `tandem run` does, less the same program run with its inputs already on the device (the
-// program step a profile records). Inputs moved in, outputs out, the workers' wake-ups. And
-// what each more input moved in costs (a chain of 4 Adds of 5 inputs against the one Add of
-// 2): the cost model prices every copy with it (the host link's latency), and it is left out of
-// the run's cost for the run's own 3 copies.
+// program step a profile records): the workers' wake-ups, the run's events. And what each
+// input moved in costs (3 Adds fed from 4 inputs against the same fed from one read 4 times):
+// the cost model prices every copy in or out with it (the host link's latency), so it is left
+// out of the run's cost for the run's own 3 copies.
 struct DeviceRunCost {
   double seconds = 0;
   std::string method;

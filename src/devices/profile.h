@@ -114,11 +114,11 @@ struct CalibrationProfile {
   // plan predicted faster by less is not told apart from the one it beats
   // (PlanningProblem::split_margin). Absent in older profiles.
   Figure speed_drift;
-  // A device with memory of its own: the fixed time of one copy between it and its host,
-  // half a round trip of 64 bytes (the PJRT CPU plugin: 2.6 us an input on the 2-vCPU VM, which
-  // a model of 4 inputs paid 3 times more than one of 1). The cost model prices each input moved
-  // in and each output moved out with it (the host link's latency). Absent in older profiles
-  // and on a CPU, whose host link is its hand-off between workers.
+  // A device with memory of its own: the fixed time of one copy between it and its host, as a
+  // plan's run pays it (calibrate/runtime_costs.h; the PJRT CPU plugin: 1.9 us on the 2-vCPU VM,
+  // where 3 Adds fed from 4 inputs ran 7-8 us slower than from one). The cost model prices each
+  // input moved in and each output moved out with it (the host link's latency). Absent in older
+  // profiles and on a CPU, whose host link is its hand-off between workers.
   Figure host_link_latency;
   // In-cache rates of the vector op types whose work the IR counts as one FLOP per element
   // (Tanh, Erf, Sigmoid, Exp, Gelu: transcendental functions), vector_op_key -> IR-counted FLOP/s,
