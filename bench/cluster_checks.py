@@ -16,7 +16,10 @@ costs: `tandem plan --strategy <what auto chose>` on copies of the profiles with
 
 Usage: .venv/bin/python bench/cluster_checks.py [--tandem build/src/tandem] [--zoo zoo]
            [--clusters local,cpu-split,cpu-pjrt] [--models a,b] [--iterations 20]
-           [--rounds 3] [--json FILE] [--markdown]
+           [--rounds 3] [--json FILE] [--markdown] [--keep-profiles DIR]
+
+The summary names each calibration's speed_drift and its two 256^3 references, and
+--keep-profiles keeps the profiles, so that a choice can be traced to the figures it was made on.
 
 Measured latency is the median over rounds of each round's median (models and clusters take
 turns within a round, so a burst of load hits one round rather than one cell). Error is
@@ -27,6 +30,7 @@ runs at full speed, the speed a calibration measures (docs/COST_MODEL.md).
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -149,6 +153,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", default="")
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--keep-profiles", default="",
+                        help="copy the calibrated profiles into this folder")
     args = parser.parse_args()
 
     with open(os.path.join(args.zoo, "manifest.json")) as f:
@@ -163,6 +169,22 @@ def main():
     with tempfile.TemporaryDirectory() as folder:
         profiles = {}
         clusters = {name: calibrated_cluster(args.tandem, name, folder, profiles) for name in names}
+        # How far each calibration saw the machine's speed move (the profile's speed_drift),
+        # beside the 256^3 references it is taken from: profiles a minute apart may still
+        # disagree by more, which no figure inside one of them shows.
+        calibrations = {}
+        for (backend, cores), path in profiles.items():
+            with open(path) as f:
+                profile = json.load(f)
+            references = {m["name"]: m["value"] for m in profile.get("measurements", [])
+                          if m["name"].startswith("speed reference")}
+            calibrations[f"{backend}-{cores or 'all'}"] = {
+                "speed_drift": profile.get("speed_drift", {}).get("value", 0),
+                "reference_start_s": references.get("speed reference at the start"),
+                "reference_end_s": references.get("speed reference at the end")}
+            if args.keep_profiles:
+                os.makedirs(args.keep_profiles, exist_ok=True)
+                shutil.copy(path, args.keep_profiles)
         samples = {}
         for round_index in range(args.rounds):
             print(f"round {round_index + 1} of {args.rounds}", file=sys.stderr, flush=True)
@@ -233,6 +255,7 @@ def main():
         "split_cells": sum(1 for r in ok if r["cluster"] != "local"),
         "auto_chose_whole_machine": sum(1 for r in ok
                                         if r["cluster"] != "local" and r["whole_machine_plan"]),
+        "calibrations": calibrations,
     }
     if args.markdown:
         print("| model | cluster | auto chose | measured ms | predicted ms | error | fast phase ms "
