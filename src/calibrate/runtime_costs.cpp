@@ -182,20 +182,16 @@ DeviceRunCost measure_device_run_cost(Device& device, const Repetition& repetiti
     return std::vector<Tensor>(graph.inputs.size(), Tensor::zeros(DType::kFloat32, shape));
   };
   // Each input's copy: 3 Adds of 4 inputs against the same 3 Adds of one input read 4 times,
-  // both plans fed from host memory: the same program's work, 3 copies more. Each pair back to
-  // back, the median of 3 pairs.
+  // both plans fed from host memory: the same program's work, 3 copies more.
   constexpr int kAdds = 3;
   const Graph one_input = add_chain(kAdds, shape, false), inputs = add_chain(kAdds, shape, true);
-  const std::vector<Tensor> one_host = zeros(one_input), host = zeros(inputs);
-  std::vector<double> differences;
-  for (int pair = 0; pair < 3; ++pair) {
-    PlanExecutor reading_one(one_input, plan_of(one_input), {&device});
-    PlanExecutor reading_each(inputs, plan_of(inputs), {&device});
-    differences.push_back(seconds_of(repetition, [&] { reading_each.run(host); }) -
-                          seconds_of(repetition, [&] { reading_one.run(one_host); }));
-  }
+  const std::vector<Tensor> one_host = zeros(one_input);
+  PlanExecutor reading_one(one_input, plan_of(one_input), {&device});
   DeviceRunCost cost;
-  cost.copy_latency = std::max(0.0, median(differences) / kAdds);
+  cost.copy_latency = plan_run_less_alone(
+                          repetition, [&] { reading_one.run(one_host); }, inputs, plan_of(inputs),
+                          {&device}, zeros(inputs)) /
+                      kAdds;
   cost.copy_method =
       "plans of 3 4x16 Adds on this device fed from host memory, of 4 inputs less "
       "of one read 4 times, per input more, the median of 3 such pairs, " +

@@ -925,9 +925,10 @@ void PlanExecutor::run_job(RunState& state, const Job& job) {
     }
   }
 
-  // Its parts of joined outputs, copied into the wholes while they are in this core's cache.
+  // Its parts of joined outputs, copied into the wholes while they are in this core's cache
+  // (a run of the whole batch has none).
   std::vector<size_t> joined;
-  for (size_t i = 0; i < outputs.size(); ++i) {
+  for (size_t i = 0; i < outputs.size() && !joined_outputs_.empty(); ++i) {
     const auto returned =
         std::find(graph_.outputs.begin(), graph_.outputs.end(), compiled.outputs[i]);
     if (returned == graph_.outputs.end()) continue;
