@@ -172,9 +172,9 @@ Graph pointwise_chain(const ConvLayerShape& shape, int units, bool depthwise) {
   return graph.finish({x});
 }
 
-Graph weight_chain(int64_t size, int count) {
+Graph weight_chain(int64_t size, int count, int64_t rows) {
   BenchGraph graph;
-  int x = graph.input({DType::kFloat32, {2, size}});
+  int x = graph.input({DType::kFloat32, {rows, size}});
   for (int i = 0; i < count; ++i) {
     x = graph.node("MatMul", {x, graph.random_constant({DType::kFloat32, {size, size}})});
   }

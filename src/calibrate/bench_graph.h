@@ -74,9 +74,9 @@ Graph conv_pair_chain(const ConvPairShape& shape, int units);
 // keeping the image): a MobileNet block's convolutions, each with weights of its own.
 Graph pointwise_chain(const ConvLayerShape& shape, int units, bool depthwise);
 
-// `count` MatMuls in a chain, each of a 2 x `size` tensor by its own `size` x `size` constant
-// weights: work bound by reading the weights.
-Graph weight_chain(int64_t size, int count);
+// `count` MatMuls in a chain, each of a `rows` x `size` tensor by its own `size` x `size`
+// constant weights: of 2 rows, work bound by reading the weights.
+Graph weight_chain(int64_t size, int count, int64_t rows = 2);
 
 // `units` MatMuls in a chain of a [`elements` / 64, 64] tensor by one shared 64x64 constant
 // weight, each followed (with `adds`) by an Add of a constant of the same shape: elementwise ops

@@ -27,6 +27,14 @@ std::optional<size_t> index_in(const Node& node, const Graph& graph) {
 
 size_t index(Precision precision) { return static_cast<size_t>(precision); }
 
+// Seconds of reading `bytes` of a product's weights at the rate of a run's `run_bytes` beyond
+// reading them from the cache they alone fit in, as the GEMM curve's points (one weight, read
+// every run) do: 0 where the run's weights fit there too.
+double streamed_beyond_cache(const BandwidthCurve& weights, double bytes, double run_bytes) {
+  if (!weights.measured() || bytes <= 0) return 0;
+  return std::max(0.0, bytes / weights.rate(run_bytes) - bytes / weights.rate(bytes));
+}
+
 // Seconds for `bytes` on a curve of extra times by bytes (ascending, some possibly 0): in
 // proportion to the bytes below the first point and past the last (0 past a last point of 0),
 // linear in log bytes between points.
@@ -415,6 +423,21 @@ void CostModel::add_device(int device, std::shared_ptr<const CalibrationProfile>
       const double weights = point.weight_bytes / model.conv_weights.rate(point.run_weight_bytes);
       const double kernel = point.seconds - fixed_cost("Conv");
       model.conv_weights_hidden =
+          std::clamp((compute + weights - kernel) / std::min(compute, weights), 0.0, 1.0);
+    }
+    // A product computing while its weights stream, the same way: its compute on the GEMM
+    // curve (weights in cache) and its weights at the rate of the run's.
+    for (const auto& point : profile->streamed_product_points) {
+      if (!model.weights.measured() || !model.matmul.measured() || !fp32.figure) break;
+      const double compute = model.matmul.seconds(
+          GemmShape{1, static_cast<int64_t>(point.m), static_cast<int64_t>(point.n),
+                    static_cast<int64_t>(point.k)},
+          fp32.figure->value);
+      const double weights =
+          streamed_beyond_cache(model.weights, 4 * point.k * point.n, point.run_weight_bytes);
+      if (weights <= 0) break;
+      const double kernel = point.seconds - fixed_cost("MatMul");
+      model.product_weights_hidden =
           std::clamp((compute + weights - kernel) / std::min(compute, weights), 0.0, 1.0);
     }
     model.profile = std::move(profile);
@@ -1032,6 +1055,12 @@ OpTime CostModel::roofline(const Node& node, const Graph& graph, int device,
   double work = std::max(time.compute_seconds, time.memory_seconds);
   if (streamed_conv)
     work += (1 - model.conv_weights_hidden) * std::min(time.compute_seconds, time.weight_seconds);
+  else if (gemm && node.op_type != "Conv" && precision == Precision::kFp32 &&
+           model.product_weights_hidden < 1 && constant_bytes > 0)
+    work += (1 - model.product_weights_hidden) *
+            std::min(time.compute_seconds,
+                     streamed_beyond_cache(model.weights, constant_bytes,
+                                           std::max(weight_bytes, constant_bytes)));
   // An eager accelerator runs a node's kernel while the host launches the next ones: a node
   // takes the longer of its launch and its kernel, not both (a compiled device's program
   // steps are priced apart).

@@ -139,6 +139,9 @@ class CostModel {
     // of its compute that the weights hide, whichever is shorter): 1, the longer of the two
     // alone, where the profile measured no streamed convolution.
     double conv_weights_hidden = 1;
+    // The same for a matrix product's constant weights (MatMul, Gemm), where the profile
+    // measured a streamed product.
+    double product_weights_hidden = 1;
     // Depthwise convolutions' kernel times by FLOPs, less a Conv's fixed cost, by the layouts
     // they read and write (depthwise_layout_key).
     std::map<std::string, WorkCurve, std::less<>> depthwise;

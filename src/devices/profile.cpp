@@ -318,6 +318,19 @@ class ProfileReader {
              number_at(points[i], "seconds", field + ".seconds", true)});
       }
     }
+    if (root.contains("streamed_product_points")) {
+      const json& points = array_at(root, "streamed_product_points", "streamed_product_points");
+      for (size_t i = 0; i < points.size(); ++i) {
+        const std::string field = "streamed_product_points[" + std::to_string(i) + "]";
+        if (!points[i].is_object()) fail(field, "expected an object");
+        profile.streamed_product_points.push_back(
+            {number_at(points[i], "m", field + ".m", true),
+             number_at(points[i], "k", field + ".k", true),
+             number_at(points[i], "n", field + ".n", true),
+             number_at(points[i], "run_weight_bytes", field + ".run_weight_bytes", true),
+             number_at(points[i], "seconds", field + ".seconds", true)});
+      }
+    }
     if (root.contains("conv_curve"))
       profile.conv_curve = work_points(array_at(root, "conv_curve", "conv_curve"), "conv_curve");
 
@@ -600,6 +613,16 @@ void write_profile(const std::string& path, const CalibrationProfile& profile) {
                         {"run_weight_bytes", point.run_weight_bytes},
                         {"seconds", point.seconds}});
     root["streamed_conv_points"] = points;
+  }
+  if (!profile.streamed_product_points.empty()) {
+    json points = json::array();
+    for (const auto& point : profile.streamed_product_points)
+      points.push_back({{"m", point.m},
+                        {"k", point.k},
+                        {"n", point.n},
+                        {"run_weight_bytes", point.run_weight_bytes},
+                        {"seconds", point.seconds}});
+    root["streamed_product_points"] = points;
   }
   if (!profile.reorder_in_curve.empty())
     root["reorder_in_curve"] = points_json(profile.reorder_in_curve);

@@ -215,6 +215,54 @@ TEST(WeightCurve, AStreamedConvolutionHidesWhatCalibrationMeasuredOfItsWeightsBe
   EXPECT_DOUBLE_EQ(with_point(std::max(compute, weights)), alone.seconds);
 }
 
+TEST(WeightCurve, AProductPaysWhatCalibrationMeasuredOfItsWeightsStreamBeyondItsCache) {
+  // A transformer's 32-row product by 512x512 weights: the run's weights 16 MiB (16 such), or
+  // its own 1 MiB only.
+  const auto product = [](int64_t more_weights) {
+    GraphBuilder builder;
+    std::vector<int> outputs = {
+        builder.node("MatMul", {builder.input("x", DType::kFloat32, {32, 512}),
+                                builder.constant("w", DType::kFloat32, {512, 512})})};
+    if (more_weights > 0) {
+      outputs.push_back(builder.node(
+          "MatMul", {builder.input("y", DType::kFloat32, {1, 1024}),
+                     builder.constant("v", DType::kFloat32, {1024, more_weights / 4096})}));
+    }
+    return builder.infer(outputs);
+  };
+  const Graph streamed = product(15 << 20), alone = product(0);
+  CalibrationProfile profile;
+  profile.bandwidth_curve = {point(1 << 20, 200e9), point(256 << 20, 10e9)};
+  // Weights in L2 at 100 GB/s, past it at 20.
+  profile.weight_curve = {{1 << 20, (1 << 20) / 100e9}, {16 << 20, (16 << 20) / 20e9}};
+  profile.gemm_curve = {{256, 256, 256, 200e-6}, {512, 512, 512, 1.6e-3}};
+  const auto seconds_of = [&](const CalibrationProfile& measured, const Graph& graph) {
+    return time_of(CostModel(profiled_cluster(), {{kCpu, measured}}), graph);
+  };
+  const OpTime before = seconds_of(profile, streamed);
+  const double compute = before.compute_seconds;
+  // Without the point, the longer of compute and memory, as before.
+  EXPECT_DOUBLE_EQ(before.seconds,
+                   std::max(compute, before.memory_seconds) + before.overhead_seconds);
+  // What the weights take past L2 beyond reading them from it: 1 MiB at 20 GB/s less at 100.
+  const double beyond = (1 << 20) / 20e9 - (1 << 20) / 100e9;
+  ASSERT_LT(beyond, compute);
+  const double fixed = before.overhead_seconds;
+  const auto with_point = [&](double kernel, const Graph& graph) {
+    CalibrationProfile measured = profile;
+    measured.streamed_product_points = {{32, 512, 512, 16 << 20, kernel + fixed}};
+    return seconds_of(measured, graph).seconds;
+  };
+  // A point that took compute and the stream end to end hides nothing: all of it adds.
+  EXPECT_NEAR(with_point(compute + beyond, streamed), before.seconds + beyond, 1e-12);
+  // One that hid half of it: half adds.
+  EXPECT_NEAR(with_point(compute + beyond / 2, streamed), before.seconds + beyond / 2, 1e-12);
+  // One no slower than its compute hides it all.
+  EXPECT_DOUBLE_EQ(with_point(compute, streamed), before.seconds);
+  // A run whose weights fit where the point's compute read them pays nothing more.
+  EXPECT_DOUBLE_EQ(with_point(compute + beyond, alone), seconds_of(profile, alone).seconds);
+}
+
 // A Loop carrying a 4x16 tensor through `Add(x, bias)` and `Tanh`, with its trip count a
 // constant (or a graph input when `trips` < 0).
 Graph loop(int64_t trips) {
@@ -819,6 +867,7 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   profile.weight_curve = {{1 << 20, 1e-5}};
   profile.conv_weight_curve = {{9 << 20, 1e-3}};
   profile.streamed_conv_points = {{2.3e8, 9.4e6, 6.6e7, 6.8e-4}};
+  profile.streamed_product_points = {{32, 512, 256, 1.6e7, 1.5e-4}};
   profile.view_overhead = testing::figure(0.2e-6, "calibration p.json: views");
   profile.subgraph_run_overhead = testing::figure(1e-6, "calibration p.json: loop");
   profile.loop_iteration_overhead = testing::figure(1.2e-6, "calibration p.json: iteration");
@@ -847,6 +896,12 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   EXPECT_EQ(read.streamed_conv_points[0].weight_bytes, 9.4e6);
   EXPECT_EQ(read.streamed_conv_points[0].run_weight_bytes, 6.6e7);
   EXPECT_EQ(read.streamed_conv_points[0].seconds, 6.8e-4);
+  ASSERT_EQ(read.streamed_product_points.size(), 1u);
+  EXPECT_EQ(read.streamed_product_points[0].m, 32);
+  EXPECT_EQ(read.streamed_product_points[0].k, 512);
+  EXPECT_EQ(read.streamed_product_points[0].n, 256);
+  EXPECT_EQ(read.streamed_product_points[0].run_weight_bytes, 1.6e7);
+  EXPECT_EQ(read.streamed_product_points[0].seconds, 1.5e-4);
   EXPECT_EQ(read.view_overhead.value, 0.2e-6);
   EXPECT_EQ(read.subgraph_run_overhead.value, 1e-6);
   EXPECT_EQ(read.loop_iteration_overhead.value, 1.2e-6);
