@@ -135,6 +135,13 @@ Repetition repetition_for(const CalibrationOptions& options) {
   return options.quick ? Repetition{5, 50, 0.03} : Repetition{7, 1000, 0.6};
 }
 
+double reference_seconds(Device& device, const Repetition& repetition) {
+  constexpr int64_t kSide = 256;
+  OpBench bench(device, single_op_graph("MatMul", {{{DType::kFloat32, {kSide, kSide}}},
+                                                   {{DType::kFloat32, {kSide, kSide}}, true}}));
+  return bench.run_seconds(repetition);
+}
+
 std::string median_note(const Repetition& repetition) {
   return "median of >= " + std::to_string(repetition.min_runs) +
          " runs (of the runs at full speed, after more, where another process contended)";
@@ -164,22 +171,24 @@ class Suite {
   void run() {
     const double before = speed_reference("start");
     benchmarks();
-    const double change = speed_reference("end") / before;
+    const double after = speed_reference("end");
+    const double change = after / before;
     contention_log().speed_change = change;
     profile_.speed_drift =
         measured(std::max(change, 1 / change) - 1,
                  "the speed references at the calibration's start and end, the larger of their "
                  "two ratios less 1");
+    profile_.speed_reference =
+        measured((before + after) / 2,
+                 "a 256x256x256 fp32 MatMul run through the executor, the mean of its timings at "
+                 "the calibration's start and end");
   }
 
  private:
   // A 256^3 product's run time through the executor (dispatch and, on a compiled device, the
   // program's fixed cost included: the same both times).
   double speed_reference(const char* when) {
-    constexpr int64_t kSide = 256;
-    OpBench bench(device_, single_op_graph("MatMul", {{{DType::kFloat32, {kSide, kSide}}},
-                                                      {{DType::kFloat32, {kSide, kSide}}, true}}));
-    const double seconds = bench.run_seconds(repetition_);
+    const double seconds = reference_seconds(device_, repetition_);
     record(std::string("speed reference at the ") + when, seconds, "s",
            "a 256x256x256 fp32 MatMul run through the executor, timed at the calibration's start "
            "and end, " +
@@ -1312,6 +1321,12 @@ CalibrationProfile calibrate_device(Device& device, DeviceKind kind, std::string
   profile.measurements.push_back({"host link (round trip)", bandwidth, "B/s", method});
   if (options.progress) options.progress(profile.measurements.back());
   return profile;
+}
+
+double speed_reference_seconds(Device& device, bool quick) {
+  CalibrationOptions options;
+  options.quick = quick;
+  return reference_seconds(device, repetition_for(options));
 }
 
 CalibrationProfile calibrate_cpu(const CalibrationOptions& options) {

@@ -46,4 +46,9 @@ CalibrationProfile calibrate_device(Device& device, DeviceKind kind, std::string
 // host memcpy bandwidth as the host link figure (a CPU has no device copy).
 CalibrationProfile calibrate_cpu(const CalibrationOptions& options);
 
+// The speed reference every calibration times at its start and end: a 256^3 fp32 product's run
+// time through the executor on `device` (dispatch and, on a compiled device, the program's
+// fixed cost included), the median of its runs at full speed.
+double speed_reference_seconds(Device& device, bool quick);
+
 }  // namespace tandem::calibrate

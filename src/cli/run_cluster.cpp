@@ -9,6 +9,7 @@
 #include <set>
 
 #include "backends/registry.h"
+#include "calibrate/calibrate.h"
 #include "calibrate/op_history.h"
 #include "cli/backends.h"
 #include "cost/cost_model.h"
@@ -302,6 +303,24 @@ void write_report(const RunOptions& options, const ClusterRun& ran, const Planni
   write_html_report(options.report, html);
 }
 
+// Each device the plan ran on whose profile timed the speed reference times it again, now that
+// its runs are over: on a shared VM the machine's speed moved by up to 35% within the hour,
+// more than any pricing rule misses by, and a run that missed its prediction says so.
+std::vector<ClusterRunFigures::SpeedCheck> check_speeds(
+    const Plan& plan, const PlanningProblem& planned,
+    const std::vector<std::unique_ptr<Device>>& devices) {
+  std::set<int> used;
+  for (const Segment& segment : plan.segments) used.insert(segment.device);
+  std::vector<ClusterRunFigures::SpeedCheck> checks;
+  for (const int d : used) {
+    const double calibrated = planned.cost().speed_reference(d);
+    if (calibrated <= 0 || d >= static_cast<int>(devices.size()) || !devices[d]) continue;
+    checks.push_back({planned.cluster().devices[d].id, calibrated,
+                      calibrate::speed_reference_seconds(*devices[d], true)});
+  }
+  return checks;
+}
+
 // The report both run paths print: the timed runs, the figures against the plan that ran, the
 // outputs, the profile; `failed_over` names the device a failover left behind, when one did.
 RunReport cluster_report(const RunOptions& options, const ClusterRun& run,
@@ -316,6 +335,7 @@ RunReport cluster_report(const RunOptions& options, const ClusterRun& run,
   report.duration_seconds = run.runs.duration_seconds;
   report.cluster = figures_of(run, planned, compile_stats(devices), options.cluster);
   report.cluster->segment_checks = check_segments(run.plan, planned, run.timeline);
+  report.cluster->speed_checks = check_speeds(run.plan, planned, devices);
   if (!failed_over.empty())
     report.cluster->failover = "failover    " + failed_over +
                                " failed; re-planned with auto onto the remaining devices and "

@@ -1093,6 +1093,13 @@ double CostModel::speed_drift(int device) const {
   return model.profile && model.profile->speed_drift.known() ? model.profile->speed_drift.value : 0;
 }
 
+double CostModel::speed_reference(int device) const {
+  const DeviceModel& model = devices_.at(device);
+  return model.profile && model.profile->speed_reference.known()
+             ? model.profile->speed_reference.value
+             : 0;
+}
+
 double CostModel::host_memory_bandwidth(const std::string& host) const {
   if (const auto found = host_memory_bandwidth_.find(host); found != host_memory_bandwidth_.end())
     return found->second;

@@ -117,6 +117,9 @@ class CostModel {
   // How far the machine's speed moved while the device's profile was measured
   // (CalibrationProfile::speed_drift), 0 without one.
   double speed_drift(int device) const;
+  // The time of the speed reference when the device's profile was measured
+  // (CalibrationProfile::speed_reference), 0 without one.
+  double speed_reference(int device) const;
 
   // The layout `node`'s kernel reads and writes on `device`, as its backend declares it for
   // `graph` (cached by graph); the ONNX layout where the backend keeps it.

@@ -235,6 +235,7 @@ class ProfileReader {
     profile.loop_iteration_overhead =
         figure_at(root, "loop_iteration_overhead", "loop_iteration_overhead");
     profile.speed_drift = figure_at(root, "speed_drift", "speed_drift");
+    profile.speed_reference = figure_at(root, "speed_reference", "speed_reference");
     profile.host_link_latency = figure_at(root, "host_link_latency", "host_link_latency");
     if (root.contains("vector_op_rates")) {
       const json& rates = object_at(root, "vector_op_rates", "vector_op_rates");
@@ -643,6 +644,8 @@ void write_profile(const std::string& path, const CalibrationProfile& profile) {
   if (profile.loop_iteration_overhead.known())
     root["loop_iteration_overhead"] = figure_json(profile.loop_iteration_overhead);
   if (profile.speed_drift.known()) root["speed_drift"] = figure_json(profile.speed_drift);
+  if (profile.speed_reference.known())
+    root["speed_reference"] = figure_json(profile.speed_reference);
   if (profile.host_link_latency.known())
     root["host_link_latency"] = figure_json(profile.host_link_latency);
   if (!profile.vector_op_rates.empty()) root["vector_op_rates"] = profile.vector_op_rates;

@@ -123,6 +123,10 @@ struct CalibrationProfile {
   // plan predicted faster by less is not told apart from the one it beats
   // (PlanningProblem::split_margin). Absent in older profiles.
   Figure speed_drift;
+  // That product's time: the mean of its two timings. `tandem run --cluster` times it again on
+  // the device after its runs and says how far the machine's speed has moved since. Absent in
+  // older profiles.
+  Figure speed_reference;
   // A device with memory of its own: the fixed time of one copy between it and its host, as a
   // plan's run pays it (calibrate/runtime_costs.h; the PJRT CPU plugin: 1.9 us on the 2-vCPU VM,
   // where 3 Adds fed from 4 inputs ran 7-8 us slower than from one). The cost model prices each

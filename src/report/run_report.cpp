@@ -121,6 +121,40 @@ std::string render_segment_checks(const std::vector<SegmentCheck>& checks) {
   return text + table.render();
 }
 
+// How far the speed reference may move before a run says the machine's speed moved: the
+// planner's default margin between two plans (PlanOptions::split_margin).
+constexpr double kSpeedMovedFraction = 0.1;
+
+bool speed_moved(const ClusterRunFigures::SpeedCheck& check) {
+  return std::abs(check.now_seconds / check.calibrated_seconds - 1) > kSpeedMovedFraction;
+}
+
+// One line where every device's reference held, else one per device whose speed moved.
+std::string render_speed_checks(const std::vector<ClusterRunFigures::SpeedCheck>& checks) {
+  std::string held, text;
+  for (const ClusterRunFigures::SpeedCheck& check : checks) {
+    if (!speed_moved(check)) {
+      held += (held.empty() ? "" : ", ") + check.id;
+      continue;
+    }
+    const double ratio = check.now_seconds / check.calibrated_seconds;
+    text += format(
+        "speed       %s ran its calibration's speed reference (a 256^3 product) in %s, %.2fx "
+        "its %s at calibration: the machine runs %s than when calibrated, and the predictions "
+        "assume the calibrated speed (tandem calibrate measures it as it runs now)\n",
+        check.id.c_str(), seconds_text(check.now_seconds).c_str(), ratio,
+        seconds_text(check.calibrated_seconds).c_str(), ratio > 1 ? "slower" : "faster");
+  }
+  if (!held.empty()) {
+    text = format(
+               "speed       %s: the calibration's speed reference within %.0f%% of its "
+               "calibrated time\n",
+               held.c_str(), 100 * kSpeedMovedFraction) +
+           text;
+  }
+  return text;
+}
+
 std::string render_cluster(const RunReport& report, const LatencyStats& stats) {
   const ClusterRunFigures& cluster = *report.cluster;
   std::string strategy = cluster.strategy;
@@ -157,6 +191,7 @@ std::string render_cluster(const RunReport& report, const LatencyStats& stats) {
       cluster.segments_run, cluster.transfers_run,
       cluster.predicted_from.empty() ? "cost model" : cluster.predicted_from.c_str());
   text += render_segment_checks(cluster.segment_checks);
+  text += render_speed_checks(cluster.speed_checks);
   for (const ProgramStats& plugin : cluster.compiled) {
     text += format(
         "%s: %d program(s) compiled in %s, %d loaded from the disk cache in %s, %d reused in "
@@ -215,6 +250,14 @@ nlohmann::json cluster_json(const ClusterRunFigures& cluster) {
                       {"off", check.off()}});
   }
   json["segment_checks"] = checks;
+  nlohmann::json speeds = nlohmann::json::array();
+  for (const ClusterRunFigures::SpeedCheck& check : cluster.speed_checks) {
+    speeds.push_back({{"device", check.id},
+                      {"calibrated_s", check.calibrated_seconds},
+                      {"now_s", check.now_seconds},
+                      {"moved", speed_moved(check)}});
+  }
+  json["speed_checks"] = speeds;
   if (!cluster.failover.empty()) json["failover"] = cluster.failover;
   if (cluster.ranks > 0) {
     nlohmann::json links = nlohmann::json::array();

@@ -173,6 +173,9 @@ TEST(Calibrate, QuickGivesPlausibleFiguresInSeconds) {
   if (profile.speed_drift.known())
     EXPECT_NE(profile.speed_drift.source.find("speed references"), std::string::npos)
         << profile.speed_drift.source;
+  // And the reference's time itself, for a run to set the machine's speed beside it.
+  EXPECT_NEAR(profile.speed_reference.value,
+              (start_seconds + measured("speed reference at the end")) / 2, 1e-15);
 
   EXPECT_GT(profile.figures.matrix_flops[kFp32].value, 1e9 * kFloor);  // > 1 GFLOP/s
   EXPECT_GT(profile.figures.memory_bandwidth.value, 1e9 * kFloor);     // > 1 GB/s

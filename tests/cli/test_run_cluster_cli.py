@@ -175,6 +175,49 @@ class RunCluster(unittest.TestCase):
         self.assertEqual(none.returncode, 2)
         self.assertIn("no device names a profile", none.stderr)
 
+    def test_the_calibrations_speed_reference_is_timed_again_after_the_runs(self):
+        with tempfile.TemporaryDirectory() as folder:
+            profile = os.path.join(folder, "cpu.json")
+            made = tandem("calibrate", "--threads", "1", "-o", profile, "--quick")
+            self.assertEqual(made.returncode, 0, made.stderr)
+            with open(profile) as f:
+                calibrated = json.load(f)
+            reference = calibrated["speed_reference"]["value"]
+            cluster = os.path.join(folder, "one.yaml")
+            with open(cluster, "w") as f:
+                f.write("hosts: [local]\ndevices:\n"
+                        "  - {id: cpu0, preset: cpu-generic-avx2, host: local, backend: cpu, "
+                        "cores: 1, profile: cpu.json}\n"
+                        "  - {id: cpu1, preset: cpu-generic-avx2, host: local, backend: cpu, "
+                        "cores: 1}\n")
+            run = ["run", *model_args("mlp"), "--cluster", cluster, "--strategy", "single:cpu0",
+                   "--iterations", "3"]
+            result = tandem(*run, "--json")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            checks = json.loads(result.stdout)["plan"]["speed_checks"]
+            # cpu0 ran and names a profile that timed it; cpu1 neither.
+            self.assertEqual([c["device"] for c in checks], ["cpu0"])
+            self.assertEqual(checks[0]["calibrated_s"], reference)
+            self.assertGreater(checks[0]["now_s"], 0)
+            self.assertEqual(checks[0]["moved"], abs(checks[0]["now_s"] / reference - 1) > 0.1)
+            # A profile whose reference ran a hundred times faster than this machine can: the
+            # run says the machine is slower than its profile, by how much.
+            calibrated["speed_reference"]["value"] = reference / 100
+            with open(profile, "w") as f:
+                json.dump(calibrated, f)
+            text = tandem(*run).stdout
+            self.assertRegex(text, r"speed       cpu0 ran its calibration's speed reference "
+                                   r"\(a 256\^3 product\) in .*, \d+\.\d\dx its .* at "
+                                   r"calibration: the machine runs slower than when calibrated")
+            # A profile from before the reference was kept: nothing to check.
+            del calibrated["speed_reference"]
+            with open(profile, "w") as f:
+                json.dump(calibrated, f)
+            result = tandem(*run, "--json")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual(json.loads(result.stdout)["plan"]["speed_checks"], [])
+            self.assertNotIn("speed  ", tandem(*run).stdout)
+
     def test_a_pipeline_plan_file_runs_with_transfers(self):
         with tempfile.TemporaryDirectory() as folder:
             plan = os.path.join(folder, "plan.json")

@@ -872,6 +872,7 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   profile.subgraph_run_overhead = testing::figure(1e-6, "calibration p.json: loop");
   profile.loop_iteration_overhead = testing::figure(1.2e-6, "calibration p.json: iteration");
   profile.speed_drift = testing::figure(0.27, "calibration p.json: speed references");
+  profile.speed_reference = testing::figure(1.9e-4, "calibration p.json: speed references");
   profile.host_link_latency = testing::figure(1.9e-6, "calibration p.json: copies");
   profile.vector_op_rates = {{"Tanh", 2e9}};
   profile.op_element_curves = {{"Resize", {{4096, 2e-5}, {262144, 1e-3}}}};
@@ -906,6 +907,7 @@ TEST(CalibrationProfile, NewFiguresRoundTripAndOldProfilesStillRead) {
   EXPECT_EQ(read.subgraph_run_overhead.value, 1e-6);
   EXPECT_EQ(read.loop_iteration_overhead.value, 1.2e-6);
   EXPECT_EQ(read.speed_drift.value, 0.27);
+  EXPECT_EQ(read.speed_reference.value, 1.9e-4);
   EXPECT_EQ(read.host_link_latency.value, 1.9e-6);
   EXPECT_EQ(read.vector_op_rates.at("Tanh"), 2e9);
   ASSERT_EQ(read.op_element_curves.at("Resize").size(), 2u);
