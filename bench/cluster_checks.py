@@ -20,6 +20,9 @@ Usage: .venv/bin/python bench/cluster_checks.py [--tandem build/src/tandem] [--z
 
 The summary names each calibration's speed_drift and its two 256^3 references, and
 --keep-profiles keeps the profiles, so that a choice can be traced to the figures it was made on.
+Each run also times its devices' speed reference again (`tandem run --cluster`'s speed checks):
+each cell shows the reference's time now over its calibrated time (the device furthest off),
+and the summary splits the errors between the cells where it held within 10% and the others.
 
 Measured latency is the median over rounds of each round's median (models and clusters take
 turns within a round, so a burst of load hits one round rather than one cell). Error is
@@ -140,7 +143,20 @@ def run_on(tandem, zoo, entry, cluster, iterations):
             # auto's plan is the machine as one device: the same work as local.yaml's run
             "whole_machine": [d["id"] for d in plan["devices"]] in (["cpu0"], ["local.cpu"]),
             "segments": len(plan["segment_checks"]),
-            "segments_off": sum(1 for check in plan["segment_checks"] if check["off"])}
+            "segments_off": sum(1 for check in plan["segment_checks"] if check["off"]),
+            # how far each device's speed reference moved since its calibration: now / then
+            "speed": {check["device"]: check["now_s"] / check["calibrated_s"]
+                      for check in plan.get("speed_checks", [])}}
+
+
+def speed_split(rows, held):
+    """The cells whose speed reference held within 10% (or moved), and their median |error|."""
+    chosen = [r for r in rows if r["speed_now_over_calibrated"] is not None
+              and (abs(r["speed_now_over_calibrated"] - 1) <= 0.1) == held]
+    errors = sorted(abs(r["error"]) for r in chosen)
+    return {"cells": len(chosen),
+            "median_abs_error": statistics.median(errors) if errors else None,
+            "within_15_percent": sum(1 for e in errors if e <= 0.15)}
 
 
 def main():
@@ -215,6 +231,11 @@ def main():
             predicted = statistics.median(c["predicted_s"] for c in cells) * 1e3
             without = statistics.median(c["predicted_without_s"] for c in cells) * 1e3
             last = cells[-1]
+            # Per device, the median over rounds of its reference's now / calibrated; the cell's
+            # speed is the one that moved furthest.
+            speeds = [statistics.median(c["speed"][d] for c in cells if d in c["speed"])
+                      for d in sorted({d for c in cells for d in c["speed"]})]
+            speed = max(speeds, key=lambda s: abs(s - 1)) if speeds else None
             rows.append({"model": entry["name"], "cluster": name, "chosen": last["chosen"],
                          "measured_ms": measured, "predicted_ms": predicted,
                          "error": (measured - predicted) / predicted,
@@ -223,6 +244,7 @@ def main():
                          "error_without": (measured - without) / without,
                          "segments": last["segments"], "segments_off": last["segments_off"],
                          "whole_machine_ms": whole_ms,
+                         "speed_now_over_calibrated": speed,
                          "whole_machine_plan": last["whole_machine"],
                          # a split auto chose over the machine as one device, measured slower
                          "slower_than_whole_machine": whole_ms is not None and name != "local"
@@ -256,21 +278,28 @@ def main():
         "auto_chose_whole_machine": sum(1 for r in ok
                                         if r["cluster"] != "local" and r["whole_machine_plan"]),
         "calibrations": calibrations,
+        # cells where every device's speed reference held within 10% of its calibration (run
+        # --cluster's speed checks), and their errors, beside the cells where it moved
+        "speed_held": speed_split(ok, True),
+        "speed_moved": speed_split(ok, False),
     }
     if args.markdown:
         print("| model | cluster | auto chose | measured ms | predicted ms | error | fast phase ms "
-              "| error | without runtime costs ms | error | segments off | whole machine ms |")
-        print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+              "| error | without runtime costs ms | error | segments off | whole machine ms "
+              "| speed now / calibrated |")
+        print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in rows:
             if not isinstance(r.get("error"), float):
-                print(f"| {r['model']} | {r['cluster']} | failed: {r['error']} | | | | | | | | | |")
+                print(f"| {r['model']} | {r['cluster']} | failed: {r['error']} | | | | | | | | | | |")
                 continue
             slower = " (slower)" if r["slower_than_whole_machine"] else ""
             print(f"| {r['model']} | {r['cluster']} | {r['chosen']} | {r['measured_ms']:.3f}"
                   f"{slower} | {r['predicted_ms']:.3f} | {100 * r['error']:+.1f}% | "
                   f"{r['fast_phase_ms']:.3f} | {100 * r['fast_phase_error']:+.1f}% | "
                   f"{r['predicted_without_ms']:.3f} | {100 * r['error_without']:+.1f}% | "
-                  f"{r['segments_off']} of {r['segments']} | {r['whole_machine_ms']:.3f} |")
+                  f"{r['segments_off']} of {r['segments']} | {r['whole_machine_ms']:.3f} | "
+                  + (f"{r['speed_now_over_calibrated']:.2f} |"
+                     if r["speed_now_over_calibrated"] is not None else " |"))
     else:
         for r in rows:
             if not isinstance(r.get("error"), float):

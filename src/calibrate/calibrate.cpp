@@ -1323,10 +1323,9 @@ CalibrationProfile calibrate_device(Device& device, DeviceKind kind, std::string
   return profile;
 }
 
-double speed_reference_seconds(Device& device, bool quick) {
-  CalibrationOptions options;
-  options.quick = quick;
-  return reference_seconds(device, repetition_for(options));
+double speed_reference_seconds(Device& device, double budget_seconds) {
+  const Repetition full = repetition_for(CalibrationOptions{});
+  return reference_seconds(device, {full.min_runs, full.max_runs, budget_seconds});
 }
 
 CalibrationProfile calibrate_cpu(const CalibrationOptions& options) {
