@@ -47,7 +47,8 @@ struct ClusterRun {
   std::vector<std::vector<double>> busy_seconds;  // per device, one per timed run
   PlanExecutor::RunStats stats;                   // of the last timed run
   Timeline timeline;
-  double prepare_seconds = 0;  // segments extracted, kernels and programs compiled
+  double prepare_seconds = 0;            // segments extracted, kernels and programs compiled
+  std::vector<SpeedCheck> speed_checks;  // timed after the runs (check_speeds)
 };
 
 // Runs the plan as `schedule` says; the timeline holds every timed run, with each op inside its
@@ -297,6 +298,7 @@ void write_report(const RunOptions& options, const ClusterRun& ran, const Planni
   html.batch = split.batch;
   html.measured = ran.timeline;
   html.segment_checks = check_segments(ran.plan, planned, ran.timeline);
+  html.speed_checks = ran.speed_checks;
   html.measured_source = display_path(options.cluster) + ": " +
                          std::to_string(ran.runs.latencies_seconds.size()) +
                          " timed run(s) after " + std::to_string(ran.runs.warmup_runs) + " warm-up";
@@ -307,12 +309,11 @@ void write_report(const RunOptions& options, const ClusterRun& ran, const Planni
 // its runs are over: on a shared VM the machine's speed moved by up to 35% within the hour,
 // more than any pricing rule misses by, and a run that missed its prediction says so.
 constexpr double kSpeedCheckSeconds = 0.2;  // per device; the calibration's own took 0.6
-std::vector<ClusterRunFigures::SpeedCheck> check_speeds(
-    const Plan& plan, const PlanningProblem& planned,
-    const std::vector<std::unique_ptr<Device>>& devices) {
+std::vector<SpeedCheck> check_speeds(const Plan& plan, const PlanningProblem& planned,
+                                     const std::vector<std::unique_ptr<Device>>& devices) {
   std::set<int> used;
   for (const Segment& segment : plan.segments) used.insert(segment.device);
-  std::vector<ClusterRunFigures::SpeedCheck> checks;
+  std::vector<SpeedCheck> checks;
   for (const int d : used) {
     const double calibrated = planned.cost().speed_reference(d);
     if (calibrated <= 0 || d >= static_cast<int>(devices.size()) || !devices[d]) continue;
@@ -336,7 +337,7 @@ RunReport cluster_report(const RunOptions& options, const ClusterRun& run,
   report.duration_seconds = run.runs.duration_seconds;
   report.cluster = figures_of(run, planned, compile_stats(devices), options.cluster);
   report.cluster->segment_checks = check_segments(run.plan, planned, run.timeline);
-  report.cluster->speed_checks = check_speeds(run.plan, planned, devices);
+  report.cluster->speed_checks = run.speed_checks;
   if (!failed_over.empty())
     report.cluster->failover = "failover    " + failed_over +
                                " failed; re-planned with auto onto the remaining devices and "
@@ -408,6 +409,7 @@ RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
     check_foldable(options, plan);
     if (record_ops) say_waits_per_node(plan, planned->cluster());
     run = run_plan(schedule, graph, split, plan, devices, inputs, record_ops);
+    run.speed_checks = check_speeds(run.plan, *planned, devices);
     write_report(run, *planned);
     if (options.calibrate_from_run) calibrate_from_run(run, *planned);
   } catch (const DeviceFailure& failure) {
@@ -422,6 +424,7 @@ RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
     if (options.verbose) say_plan(plan, replanned);
     check_foldable(options, plan);
     run = run_plan(schedule, graph, split, plan, devices, inputs, record_ops);
+    run.speed_checks = check_speeds(run.plan, replanned, devices);
     write_report(run, replanned);
     if (options.calibrate_from_run) calibrate_from_run(run, replanned);
     failed_over = failure.device_name();
@@ -748,6 +751,7 @@ std::optional<RunReport> run_on_ranks(RankWorld& ranks, const RunOptions& option
   }
   run.timeline =
       distributed::merge_rank_timelines(rank_timelines, offsets, map.rank_of_device, ids);
+  run.speed_checks = check_speeds(run.plan, *planned, devices);
   write_report(options, run, *planned, model, split);
   if (!options.trace.empty()) {
     run.timeline.source =

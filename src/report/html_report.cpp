@@ -344,6 +344,23 @@ std::string segment_checks_html(const std::vector<SegmentCheck>& checks) {
          rows + "</table>\n";
 }
 
+// Where the machine's speed moved since its devices were calibrated (class "speed", data-moved
+// on each such device's line), or that it held.
+std::string speed_checks_html(const std::vector<SpeedCheck>& checks) {
+  std::string held, moved;
+  for (const SpeedCheck& check : checks) {
+    if (check.moved())
+      moved += "<p class=\"speed\" data-moved>" + escape(check.describe()) + ".</p>\n";
+    else
+      held += (held.empty() ? "" : ", ") + check.device;
+  }
+  if (!held.empty()) {
+    held = "<p class=\"speed\">" + escape(held) + ": the calibration's speed reference within " +
+           format("%.0f%%", 100 * kSpeedMovedFraction) + " of its calibrated time.</p>\n";
+  }
+  return held + moved;
+}
+
 // Per device: predicted busy, idle, utilisation (and the measured iteration's beside them),
 // memory; per used link: bytes and busy. Tables without rows are left out.
 std::string utilisation_html(const HtmlReport& report, const View* measured) {
@@ -650,6 +667,7 @@ std::string html_report(const HtmlReport& report) {
   const std::string utilisation = utilisation_html(report, has_measured ? &measured : nullptr);
   if (!utilisation.empty()) html += "<h2>Utilisation</h2>\n" + utilisation;
   html += segment_checks_html(report.segment_checks);
+  html += speed_checks_html(report.speed_checks);
   html += "<h2>Memory over time</h2>\n" + memory_html(report, end);
   html += "<h2>Bytes moved between devices</h2>\n" + bytes_matrix(report);
   html += strategies_svg(report);

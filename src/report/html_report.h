@@ -53,6 +53,8 @@ struct HtmlReport {
   // Each segment that ran, measured (median over the timed runs) beside predicted; those off
   // by more than kSegmentOffFraction are flagged. Empty: no section.
   std::vector<SegmentCheck> segment_checks;
+  // The devices' speed references timed after the run (run --cluster); empty: no paragraph.
+  std::vector<SpeedCheck> speed_checks;
 };
 
 // One self-contained HTML file: inline CSS, inline SVG drawn here, a few lines of inline script

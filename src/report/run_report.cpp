@@ -121,38 +121,21 @@ std::string render_segment_checks(const std::vector<SegmentCheck>& checks) {
   return text + table.render();
 }
 
-// How far the speed reference may move before a run says the machine's speed moved: the
-// planner's default margin between two plans (PlanOptions::split_margin).
-constexpr double kSpeedMovedFraction = 0.1;
-
-bool speed_moved(const ClusterRunFigures::SpeedCheck& check) {
-  return std::abs(check.now_seconds / check.calibrated_seconds - 1) > kSpeedMovedFraction;
-}
-
-// One line where every device's reference held, else one per device whose speed moved.
-std::string render_speed_checks(const std::vector<ClusterRunFigures::SpeedCheck>& checks) {
+// One line where every device's reference held, and one per device whose speed moved.
+std::string render_speed_checks(const std::vector<SpeedCheck>& checks) {
   std::string held, text;
-  for (const ClusterRunFigures::SpeedCheck& check : checks) {
-    if (!speed_moved(check)) {
-      held += (held.empty() ? "" : ", ") + check.id;
-      continue;
-    }
-    const double ratio = check.now_seconds / check.calibrated_seconds;
-    text += format(
-        "speed       %s ran its calibration's speed reference (a 256^3 product) in %s, %.2fx "
-        "its %s at calibration: the machine runs %s than when calibrated, and the predictions "
-        "assume the calibrated speed (tandem calibrate measures it as it runs now)\n",
-        check.id.c_str(), seconds_text(check.now_seconds).c_str(), ratio,
-        seconds_text(check.calibrated_seconds).c_str(), ratio > 1 ? "slower" : "faster");
+  for (const SpeedCheck& check : checks) {
+    if (check.moved())
+      text += "speed       " + check.describe() + "\n";
+    else
+      held += (held.empty() ? "" : ", ") + check.device;
   }
-  if (!held.empty()) {
-    text = format(
-               "speed       %s: the calibration's speed reference within %.0f%% of its "
-               "calibrated time\n",
-               held.c_str(), 100 * kSpeedMovedFraction) +
-           text;
-  }
-  return text;
+  if (held.empty()) return text;
+  return format(
+             "speed       %s: the calibration's speed reference within %.0f%% of its "
+             "calibrated time\n",
+             held.c_str(), 100 * kSpeedMovedFraction) +
+         text;
 }
 
 std::string render_cluster(const RunReport& report, const LatencyStats& stats) {
@@ -251,11 +234,11 @@ nlohmann::json cluster_json(const ClusterRunFigures& cluster) {
   }
   json["segment_checks"] = checks;
   nlohmann::json speeds = nlohmann::json::array();
-  for (const ClusterRunFigures::SpeedCheck& check : cluster.speed_checks) {
-    speeds.push_back({{"device", check.id},
+  for (const SpeedCheck& check : cluster.speed_checks) {
+    speeds.push_back({{"device", check.device},
                       {"calibrated_s", check.calibrated_seconds},
                       {"now_s", check.now_seconds},
-                      {"moved", speed_moved(check)}});
+                      {"moved", check.moved()}});
   }
   json["speed_checks"] = speeds;
   if (!cluster.failover.empty()) json["failover"] = cluster.failover;

@@ -63,10 +63,6 @@ struct ClusterRunFigures {
   std::string failover;                      // what failed and how the run went on, when it did
   // Each device the plan ran on whose profile timed the speed reference: that reference timed
   // again after the runs, beside its time at calibration (the machine's speed then and now).
-  struct SpeedCheck {
-    std::string id;
-    double calibrated_seconds = 0, now_seconds = 0;
-  };
   std::vector<SpeedCheck> speed_checks;
   // Across hosts (one MPI rank per host): how the ranks were given hosts, and per pair of
   // hosts the tensors that crossed the network in one run, measured (median over the timed

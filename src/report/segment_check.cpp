@@ -5,12 +5,27 @@
 #include <utility>
 
 #include "plan/evaluate.h"
+#include "report/table.h"
 #include "util/statistics.h"
 
 namespace tandem {
 
 bool SegmentCheck::off() const {
   return std::abs(measured_seconds - predicted_seconds) > kSegmentOffFraction * predicted_seconds;
+}
+
+bool SpeedCheck::moved() const {
+  return std::abs(now_seconds - calibrated_seconds) > kSpeedMovedFraction * calibrated_seconds;
+}
+
+std::string SpeedCheck::describe() const {
+  const double ratio = now_seconds / calibrated_seconds;
+  return format(
+      "%s ran its calibration's speed reference (a 256^3 product) in %s, %.2fx its %s at "
+      "calibration: the machine runs %s than when calibrated, and the predictions assume the "
+      "calibrated speed (tandem calibrate measures it as it runs now)",
+      device.c_str(), seconds_text(now_seconds).c_str(), ratio,
+      seconds_text(calibrated_seconds).c_str(), ratio > 1 ? "slower" : "faster");
 }
 
 std::vector<SegmentCheck> check_segments(const Plan& plan, const PlanningProblem& problem,

@@ -25,6 +25,22 @@ struct SegmentCheck {
   bool off() const;              // |measured - predicted| > kSegmentOffFraction x predicted
 };
 
+// How far a device's speed reference may move from its calibrated time before a run says the
+// machine's speed moved: the planner's default margin between two plans
+// (PlanOptions::split_margin).
+inline constexpr double kSpeedMovedFraction = 0.1;
+
+// A device's calibration speed reference (CalibrationProfile::speed_reference) timed again after
+// a run, beside its calibrated time: how fast the machine ran then and now.
+struct SpeedCheck {
+  std::string device;  // its id
+  double calibrated_seconds = 0, now_seconds = 0;
+  bool moved() const;  // |now - calibrated| > kSpeedMovedFraction x calibrated
+  // "cpu0 ran its calibration's speed reference ... in 191 us, 2.00x its 95.7 us at
+  // calibration: the machine runs slower than when calibrated, ..."
+  std::string describe() const;
+};
+
 // Every segment of `plan` that ran in `measured` (spans "segment N", category "compute", on
 // "<device> compute" tracks), in the plan's order of segments.
 std::vector<SegmentCheck> check_segments(const Plan& plan, const PlanningProblem& problem,

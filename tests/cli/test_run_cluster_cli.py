@@ -205,10 +205,17 @@ class RunCluster(unittest.TestCase):
             calibrated["speed_reference"]["value"] = reference / 100
             with open(profile, "w") as f:
                 json.dump(calibrated, f)
-            text = tandem(*run).stdout
+            report = os.path.join(folder, "report.html")
+            text = tandem(*run, "--report", report).stdout
             self.assertRegex(text, r"speed       cpu0 ran its calibration's speed reference "
                                    r"\(a 256\^3 product\) in .*, \d+\.\d\dx its .* at "
                                    r"calibration: the machine runs slower than when calibrated")
+            # The HTML report says it too, under the segments.
+            with open(report) as f:
+                html = f.read()
+            self.assertRegex(html, r'<p class="speed" data-moved>cpu0 ran its calibration\'s '
+                                   r"speed reference .* the machine runs slower than when "
+                                   r"calibrated")
             # A profile from before the reference was kept: nothing to check.
             del calibrated["speed_reference"]
             with open(profile, "w") as f:
