@@ -126,18 +126,24 @@ class RunCluster(unittest.TestCase):
         self.assertRegex(text, r"segments    (all \d+ within 25% of their prediction|"
                                r"\d+ of \d+ off their prediction by more than 25%)")
 
+    def calibrated_split(self, folder, *calibrate_args):
+        """A quick calibration in FOLDER/cpu.json, and FOLDER/split.yaml: cpu0 naming it, cpu1
+        its preset only, one core each."""
+        profile = os.path.join(folder, "cpu.json")
+        made = tandem("calibrate", *calibrate_args, "-o", profile, "--quick")
+        self.assertEqual(made.returncode, 0, made.stderr)
+        cluster = os.path.join(folder, "split.yaml")
+        with open(cluster, "w") as f:
+            f.write("hosts: [local]\ndevices:\n"
+                    "  - {id: cpu0, preset: cpu-generic-avx2, host: local, backend: cpu, "
+                    "cores: 1, profile: cpu.json}\n"
+                    "  - {id: cpu1, preset: cpu-generic-avx2, host: local, backend: cpu, "
+                    "cores: 1}\n")
+        return profile, cluster
+
     def test_calibrate_from_run_folds_the_measured_op_times_into_the_profile(self):
         with tempfile.TemporaryDirectory() as folder:
-            profile = os.path.join(folder, "cpu.json")
-            made = tandem("calibrate", "-o", profile, "--quick")
-            self.assertEqual(made.returncode, 0, made.stderr)
-            cluster = os.path.join(folder, "split.yaml")
-            with open(cluster, "w") as f:
-                f.write("hosts: [local]\ndevices:\n"
-                        "  - {id: cpu0, preset: cpu-generic-avx2, host: local, backend: cpu, "
-                        "cores: 1, profile: cpu.json}\n"
-                        "  - {id: cpu1, preset: cpu-generic-avx2, host: local, backend: cpu, "
-                        "cores: 1}\n")
+            profile, cluster = self.calibrated_split(folder)
             with open(profile) as f:
                 before = json.load(f)
             single = ["plan", *model_and_dims("resnet"), "--cluster", cluster, "--strategy",
@@ -177,19 +183,10 @@ class RunCluster(unittest.TestCase):
 
     def test_the_calibrations_speed_reference_is_timed_again_after_the_runs(self):
         with tempfile.TemporaryDirectory() as folder:
-            profile = os.path.join(folder, "cpu.json")
-            made = tandem("calibrate", "--threads", "1", "-o", profile, "--quick")
-            self.assertEqual(made.returncode, 0, made.stderr)
+            profile, cluster = self.calibrated_split(folder, "--threads", "1")
             with open(profile) as f:
                 calibrated = json.load(f)
             reference = calibrated["speed_reference"]["value"]
-            cluster = os.path.join(folder, "one.yaml")
-            with open(cluster, "w") as f:
-                f.write("hosts: [local]\ndevices:\n"
-                        "  - {id: cpu0, preset: cpu-generic-avx2, host: local, backend: cpu, "
-                        "cores: 1, profile: cpu.json}\n"
-                        "  - {id: cpu1, preset: cpu-generic-avx2, host: local, backend: cpu, "
-                        "cores: 1}\n")
             run = ["run", *model_args("mlp"), "--cluster", cluster, "--strategy", "single:cpu0",
                    "--iterations", "3"]
             result = tandem(*run, "--json")
