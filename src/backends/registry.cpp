@@ -86,6 +86,12 @@ int own_cores(const DeviceSpec& device, int host_cores) {
   return device.cores > 0 ? device.cores : host_cores;
 }
 
+// oneDNN's products pack their constant weights, each into a buffer of its own (a chain of 12
+// products sharing one 256x256 weight ran as 12 distinct weights, 3 MiB, past a 2 MiB L2).
+bool own_copies(const DeviceSpec&) { return true; }
+// A device that only plans: as the CPU backend runs a CPU's graph, as PJRT an accelerator's.
+bool none_copies(const DeviceSpec& device) { return device.kind == DeviceKind::kCpu; }
+
 // The PJRT CPU plugin runs its programs on every core, whatever the cluster file says.
 int pjrt_cores(const DeviceSpec& device, int host_cores) {
   return device.kind == DeviceKind::kCpu ? host_cores : 1;
@@ -93,7 +99,7 @@ int pjrt_cores(const DeviceSpec& device, int host_cores) {
 
 const Backend kBackends[] = {
     {BackendKind::kCpu, "cpu", true, &present, &cpu_refusal, &cpu::make_devices, nullptr,
-     &cpu::activation_layouts, &cpu::thread_splits, nullptr, &own_cores},
+     &cpu::activation_layouts, &cpu::thread_splits, nullptr, &own_cores, &own_copies},
 #ifdef TANDEM_WITH_PJRT
     {BackendKind::kPjrt, "pjrt", false, &pjrt_missing, &pjrt_refusal, &pjrt::make_devices,
      &pjrt::calibration_target, nullptr, nullptr, &pjrt_product, &pjrt_cores},
@@ -111,7 +117,7 @@ const Backend kBackends[] = {
     // Planned as the CPU backend runs a graph (a CPU profile's curves are the CPU's), a TPU as
     // PJRT compiles it.
     {BackendKind::kNone, "none", false, &none_missing, &none_refusal, nullptr, nullptr,
-     &cpu::activation_layouts, &cpu::thread_splits, &none_product, &own_cores},
+     &cpu::activation_layouts, &cpu::thread_splits, &none_product, &own_cores, &none_copies},
 };
 
 // An eager backend runs views and control flow in the graph executor; a subgraph's nodes run

@@ -65,6 +65,10 @@ struct Backend {
   // How many of its host's `host_cores` a device's work keeps busy while it runs, as its
   // Device::busy_host_cores says when it runs: the planner prices a run's hand-offs by it.
   int (*busy_host_cores)(const DeviceSpec& device, int host_cores);
+  // Whether each matrix product (MatMul, Gemm, Conv) on `device` keeps a copy of its constant
+  // operands of its own (packed or reordered for its kernel), so that a weight several products
+  // read is that many copies in a run's working set; null where they read the one constant.
+  bool (*product_weight_copies)(const DeviceSpec& device) = nullptr;
 };
 
 std::span<const Backend> backends();

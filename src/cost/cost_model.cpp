@@ -445,16 +445,31 @@ void CostModel::add_device(int device, std::shared_ptr<const CalibrationProfile>
   devices_.push_back(std::move(model));
 }
 
-double CostModel::run_weight_bytes(const Graph& graph) const {
+double CostModel::run_weight_bytes(const Graph& graph, int device) const {
+  const DeviceSpec& spec = cluster_.devices[device];
+  const Backend& backend = backend_of(spec.backend);
+  const bool copies = backend.product_weight_copies && backend.product_weight_copies(spec);
   const std::lock_guard<std::mutex> lock(cache_mutex_);
   WeightBytes& cached = weight_bytes_[&graph];
   if (cached.values != graph.values.size() || cached.nodes != graph.nodes.size()) {
-    cached = {graph.values.size(), graph.nodes.size(), 0};
-    for (const Value& value : graph.values) {
-      if (value.is_constant()) cached.bytes += static_cast<double>(value.constant.nbytes());
+    cached = {graph.values.size(), graph.nodes.size(), 0, 0};
+    std::vector<int> product_readers(graph.values.size(), 0);
+    for (const Node& node : graph.nodes) {
+      if (!gemm_shape(node, graph)) continue;
+      std::vector<int> read = graph.values_read(node);
+      std::sort(read.begin(), read.end());
+      read.erase(std::unique(read.begin(), read.end()), read.end());
+      for (const int value : read) ++product_readers[value];
+    }
+    for (size_t v = 0; v < graph.values.size(); ++v) {
+      const Value& value = graph.values[v];
+      if (!value.is_constant()) continue;
+      const double bytes = static_cast<double>(value.constant.nbytes());
+      cached.bytes += bytes;
+      cached.product_copies += std::max(product_readers[v] - 1, 0) * bytes;
     }
   }
-  return cached.bytes;
+  return cached.bytes + (copies ? cached.product_copies : 0);
 }
 
 // Per node of `graph`: the bytes of its inputs and output that a compiled program keeps inside
@@ -692,7 +707,7 @@ ActivationLayout CostModel::activation_layout(const Node& node, const Graph& gra
 
 OpTime CostModel::op_time(const Node& node, const Graph& graph, int device) const {
   const bool weights_curve = devices_.at(device).weights.measured();
-  return op_time_in(node, graph, device, weights_curve ? run_weight_bytes(graph) : 0);
+  return op_time_in(node, graph, device, weights_curve ? run_weight_bytes(graph, device) : 0);
 }
 
 OpTime CostModel::op_time_in(const Node& node, const Graph& graph, int device,

@@ -174,8 +174,10 @@ class CostModel {
     // fixed cost; empty where they run on the GEMM curve.
     WorkCurve convolutions;
   };
-  // Bytes of the constants a run of `graph` reads (its weights), cached by graph.
-  double run_weight_bytes(const Graph& graph) const;
+  // Bytes of the constants a run of `graph` on `device` reads (its weights: each once, or once
+  // per product that reads it where the device's products keep copies of their own), cached by
+  // graph.
+  double run_weight_bytes(const Graph& graph, int device) const;
   // Bytes of `node`'s inputs and output that a compiled program keeps inside one loop (values
   // between two elementwise ops, read by nothing else), cached by graph; 0 for a node not of
   // `graph`.
@@ -238,6 +240,9 @@ class CostModel {
   struct WeightBytes {
     size_t values = 0, nodes = 0;  // the graph's size when counted, to notice a new graph
     double bytes = 0;
+    // The further copies where each product keeps its own (Backend::product_weight_copies): a
+    // constant read by k products, k - 1 more times its bytes.
+    double product_copies = 0;
   };
   // One figure per node of a graph, as a backend declares or prices it, cached by graph and
   // backend.

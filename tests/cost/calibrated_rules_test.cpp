@@ -263,6 +263,38 @@ TEST(WeightCurve, AProductPaysWhatCalibrationMeasuredOfItsWeightsStreamBeyondIts
   EXPECT_DOUBLE_EQ(with_point(compute + beyond, alone), seconds_of(profile, alone).seconds);
 }
 
+TEST(WeightCurve, WeightsSharedByProductsCountOncePerProductWhereEachKeepsItsOwnCopy) {
+  // 12 products of 32x256 by 256x256 (256 KiB each): one shared weight, or one each.
+  const auto chain = [](bool shared) {
+    GraphBuilder builder;
+    int x = builder.input("x", DType::kFloat32, {32, 256});
+    const int weight = shared ? builder.constant("w", DType::kFloat32, {256, 256}) : -1;
+    for (int i = 0; i < 12; ++i) {
+      x = builder.node("MatMul", {x, shared ? weight
+                                            : builder.constant("w" + std::to_string(i),
+                                                               DType::kFloat32, {256, 256})});
+    }
+    return builder.infer({x});
+  };
+  const Graph shared = chain(true), distinct = chain(false);
+  CalibrationProfile profile;
+  profile.bandwidth_curve = {point(1 << 20, 200e9), point(256 << 20, 10e9)};
+  profile.weight_curve = {{1 << 20, (1 << 20) / 100e9}, {16 << 20, (16 << 20) / 20e9}};
+  const auto weight_seconds = [&](BackendKind backend, const Graph& graph) {
+    Cluster cluster = profiled_cluster();
+    cluster.devices[kCpu].backend = backend;
+    return time_of(CostModel(cluster, {{kCpu, profile}}), graph).weight_seconds;
+  };
+  // The CPU backend packs a copy per product: 3 MiB either way, past the 1 MiB point.
+  EXPECT_DOUBLE_EQ(weight_seconds(BackendKind::kCpu, shared),
+                   weight_seconds(BackendKind::kCpu, distinct));
+  // PJRT keeps the one constant: the shared weight's run is 256 KiB, read at the cache's rate.
+  EXPECT_LT(weight_seconds(BackendKind::kPjrt, shared),
+            0.8 * weight_seconds(BackendKind::kPjrt, distinct));
+  EXPECT_DOUBLE_EQ(weight_seconds(BackendKind::kPjrt, distinct),
+                   weight_seconds(BackendKind::kCpu, distinct));
+}
+
 // A Loop carrying a 4x16 tensor through `Add(x, bias)` and `Tanh`, with its trip count a
 // constant (or a graph input when `trips` < 0).
 Graph loop(int64_t trips) {
