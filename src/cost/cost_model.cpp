@@ -35,6 +35,12 @@ double streamed_beyond_cache(const BandwidthCurve& weights, double bytes, double
   return std::max(0.0, bytes / weights.rate(run_bytes) - bytes / weights.rate(bytes));
 }
 
+// The share of the shorter of `compute` and `weights` that a kernel which took `kernel` hid
+// behind the other: 0 where it took their sum, 1 where it took no longer than the longer one.
+double hidden_share(double compute, double weights, double kernel) {
+  return std::clamp((compute + weights - kernel) / std::min(compute, weights), 0.0, 1.0);
+}
+
 // Seconds for `bytes` on a curve of extra times by bytes (ascending, some possibly 0): in
 // proportion to the bytes below the first point and past the last (0 past a last point of 0),
 // linear in log bytes between points.
@@ -422,23 +428,20 @@ void CostModel::add_device(int device, std::shared_ptr<const CalibrationProfile>
                                  : model.matmul.seconds(point.flops, fp32.figure->value);
       const double weights = point.weight_bytes / model.conv_weights.rate(point.run_weight_bytes);
       const double kernel = point.seconds - fixed_cost("Conv");
-      model.conv_weights_hidden =
-          std::clamp((compute + weights - kernel) / std::min(compute, weights), 0.0, 1.0);
+      model.conv_weights_hidden = hidden_share(compute, weights, kernel);
     }
     // A product computing while its weights stream, the same way: its compute on the GEMM
     // curve (weights in cache) and its weights at the rate of the run's.
     for (const auto& point : profile->streamed_product_points) {
       if (!model.weights.measured() || !model.matmul.measured() || !fp32.figure) break;
-      const double compute = model.matmul.seconds(
-          GemmShape{1, static_cast<int64_t>(point.m), static_cast<int64_t>(point.n),
-                    static_cast<int64_t>(point.k)},
-          fp32.figure->value);
+      const double compute =
+          model.matmul.seconds(GemmShape{1, point.m, point.n, point.k}, fp32.figure->value);
+      const double weight_bytes = 4.0 * static_cast<double>(point.k) * static_cast<double>(point.n);
       const double weights =
-          streamed_beyond_cache(model.weights, 4 * point.k * point.n, point.run_weight_bytes);
+          streamed_beyond_cache(model.weights, weight_bytes, point.run_weight_bytes);
       if (weights <= 0) break;
       const double kernel = point.seconds - fixed_cost("MatMul");
-      model.product_weights_hidden =
-          std::clamp((compute + weights - kernel) / std::min(compute, weights), 0.0, 1.0);
+      model.product_weights_hidden = hidden_share(compute, weights, kernel);
     }
     model.profile = std::move(profile);
   }

@@ -325,9 +325,9 @@ class ProfileReader {
         const std::string field = "streamed_product_points[" + std::to_string(i) + "]";
         if (!points[i].is_object()) fail(field, "expected an object");
         profile.streamed_product_points.push_back(
-            {number_at(points[i], "m", field + ".m", true),
-             number_at(points[i], "k", field + ".k", true),
-             number_at(points[i], "n", field + ".n", true),
+            {integer_at(points[i], "m", field + ".m", 1),
+             integer_at(points[i], "k", field + ".k", 1),
+             integer_at(points[i], "n", field + ".n", 1),
              number_at(points[i], "run_weight_bytes", field + ".run_weight_bytes", true),
              number_at(points[i], "seconds", field + ".seconds", true)});
       }

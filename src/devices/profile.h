@@ -59,7 +59,8 @@ struct CalibrationProfile {
   // their weights in L2 and 135-140 streaming 16 MiB, in two of three alternations. Empty in
   // older profiles.
   struct StreamedProductPoint {
-    double m = 0, k = 0, n = 0, run_weight_bytes = 0, seconds = 0;
+    int64_t m = 0, k = 0, n = 0;
+    double run_weight_bytes = 0, seconds = 0;
   };
   std::vector<StreamedProductPoint> streamed_product_points;
   // Depthwise convolutions (one channel per group), whose time is not a GEMM's: kernel times by

@@ -194,6 +194,15 @@ TEST(Profile, GemmPointOfABatchOfNoProductsIsRejected) {
   expect_rejected(profile_text_with("\"batch\": 8", "\"batch\": 0"), "gemm_curve[3].batch");
 }
 
+TEST(Profile, StreamedProductOfAShapeBeyondAnIntegerIsRejected) {
+  // A product's sides become a GEMM shape: 1e300 rows is no integer the cost model can take.
+  expect_rejected(
+      profile_text_with("\"op_seconds\"",
+                        "\"streamed_product_points\": [{\"m\": 1e300, \"k\": 512, \"n\": 512, "
+                        "\"run_weight_bytes\": 16777216, \"seconds\": 1e-4}], \"op_seconds\""),
+      "streamed_product_points[0].m");
+}
+
 TEST(Profile, RunCurvePointWithoutRunsIsRejected) {
   expect_rejected(
       profile_text_with("\"op_seconds\"",
