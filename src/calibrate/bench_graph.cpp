@@ -131,26 +131,44 @@ Graph tiny_layer_mix(int repeats) {
   return graph.finish({x});
 }
 
-Graph conv_in_layout(const ConvLayerShape& shape, bool depthwise, bool input_channels_last,
-                     bool output_channels_last) {
+namespace {
+
+// A 1x1 Conv of `from` to `to` channels without bias: it keeps the tensors beside a measured
+// convolution channels-last.
+int pointwise(BenchGraph& graph, int x, int64_t from, int64_t to) {
+  return graph.node("Conv", {x, graph.random_constant({DType::kFloat32, {to, from, 1, 1}})},
+                    {{"kernel_shape", std::vector<int64_t>{1, 1}}});
+}
+
+}  // namespace
+
+Graph depthwise_in_layout(const ConvLayerShape& shape, bool input_channels_last,
+                          bool output_channels_last) {
   const int64_t c = shape.channels, pad = shape.kernel / 2;
   BenchGraph graph;
-  const auto pointwise = [&](int x) {
-    return graph.node("Conv", {x, graph.random_constant({DType::kFloat32, {c, c, 1, 1}})},
-                      {{"kernel_shape", std::vector<int64_t>{1, 1}}});
-  };
   int x = graph.input({DType::kFloat32, {shape.batch, c, shape.height, shape.width}});
-  x = input_channels_last ? pointwise(x) : graph.node("Neg", {x});
-  x = graph.node(
-      "Conv",
-      {x,
-       graph.random_constant({DType::kFloat32, {c, depthwise ? 1 : c, shape.kernel, shape.kernel}}),
-       graph.random_constant({DType::kFloat32, {c}})},
-      {{"kernel_shape", std::vector<int64_t>{shape.kernel, shape.kernel}},
-       {"strides", std::vector<int64_t>{shape.stride, shape.stride}},
-       {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
-       {"group", depthwise ? c : int64_t{1}}});
-  if (output_channels_last) x = pointwise(x);
+  x = input_channels_last ? pointwise(graph, x, c, c) : graph.node("Neg", {x});
+  x = graph.node("Conv",
+                 {x, graph.random_constant({DType::kFloat32, {c, 1, shape.kernel, shape.kernel}}),
+                  graph.random_constant({DType::kFloat32, {c}})},
+                 {{"kernel_shape", std::vector<int64_t>{shape.kernel, shape.kernel}},
+                  {"strides", std::vector<int64_t>{shape.stride, shape.stride}},
+                  {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
+                  {"group", c}});
+  if (output_channels_last) x = pointwise(graph, x, c, c);
+  return graph.finish({x});
+}
+
+Graph pointwise_in_layout(int64_t channels, int64_t filters, int64_t side, bool input_channels_last,
+                          bool output_channels_last) {
+  BenchGraph graph;
+  int x = graph.input({DType::kFloat32, {1, channels, side, side}});
+  x = input_channels_last ? pointwise(graph, x, channels, channels) : graph.node("Neg", {x});
+  x = graph.node("Conv",
+                 {x, graph.random_constant({DType::kFloat32, {filters, channels, 1, 1}}),
+                  graph.random_constant({DType::kFloat32, {filters}})},
+                 {{"kernel_shape", std::vector<int64_t>{1, 1}}});
+  if (output_channels_last) x = pointwise(graph, x, filters, filters);
   return graph.finish({x});
 }
 

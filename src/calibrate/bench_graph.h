@@ -47,8 +47,7 @@ Graph tiny_op_mix(int repeats);
 // when their work is negligible.
 Graph tiny_layer_mix(int repeats);
 
-// One convolution of `shape` with bias, depthwise (one channel per group) or a 1x1 one
-// (`shape.kernel` 1) of channels to channels, in the layout the CPU gives it among its
+// A depthwise convolution of `shape` with bias in the layout the CPU gives it among its
 // neighbours: its input channels-last when a 1x1 Conv makes it, its output when a 1x1 Conv
 // reads it (pads keep the image at stride 1). An NCHW input is written just before by a Neg,
 // as a model's op before a convolution writes it: oneDNN's reorder of a Mul's 480x10x10 output
@@ -56,8 +55,13 @@ Graph tiny_layer_mix(int repeats);
 struct ConvLayerShape {
   int64_t batch, channels, height, width, kernel, stride;
 };
-Graph conv_in_layout(const ConvLayerShape& shape, bool depthwise, bool input_channels_last,
-                     bool output_channels_last);
+Graph depthwise_in_layout(const ConvLayerShape& shape, bool input_channels_last,
+                          bool output_channels_last);
+
+// A 1x1 convolution with bias of `channels` to `filters` on a side x side image, its sides
+// NCHW or channels-last as depthwise_in_layout's. The measured Conv is node 1.
+Graph pointwise_in_layout(int64_t channels, int64_t filters, int64_t side, bool input_channels_last,
+                          bool output_channels_last);
 
 // `units` pairs of convolutions in a chain, each pair a `kernel` x `kernel` one of `channels`
 // to `filters` then one of `filters` back (stride 1, pads keeping the image, with bias):

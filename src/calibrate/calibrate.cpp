@@ -918,7 +918,7 @@ class Suite {
           return point.bench->per_node_seconds(repetition).at(kConv);
         };
         for (const ConvLayerShape& shape : depthwise_shapes(options_.quick)) {
-          Point point{std::make_unique<OpBench>(device_, conv_in_layout(shape, true, in, out)),
+          Point point{std::make_unique<OpBench>(device_, depthwise_in_layout(shape, in, out)),
                       "depthwise " +
                           joined({shape.batch, shape.channels, shape.height, shape.width}) + " k" +
                           std::to_string(shape.kernel) + " s" + std::to_string(shape.stride) + " " +
@@ -1012,9 +1012,12 @@ class Suite {
 
   // A convolution with an NCHW side converts it to and from the layout oneDNN computes in: as
   // much as the convolution itself for few channels on a large image (16 channels at 160x160:
-  // 1x1 Conv 56 us channels-last both sides, 241 us writing NCHW). Each point: the 1x1 Conv with
+  // 1x1 Conv 56 us channels-last both sides, 241 us writing NCHW). Each point: a 1x1 Conv with
   // that side NCHW less the same with both sides channels-last, by the activation's bytes; an
-  // NCHW input written just before, by a Neg, as a model's is.
+  // NCHW input written just before, by a Neg, as a model's is. The Conv's other side has few
+  // channels, so that its compute is small beside the reorder: with as many on both sides, the
+  // difference of two ~100 us convolutions priced 256x14x14's reorder at 3.4 to 15.9 us in six
+  // calibrations within twenty minutes (it took 12-19 us, 2-vCPU Xeon).
   void reorder_curves() {
     if (!chooses_layouts_) return;  // no other kernel reorders
     const Repetition repetition = options_.quick ? repetition_ : Repetition{7, 500, 0.1};
@@ -1023,23 +1026,27 @@ class Suite {
             ? std::vector<std::pair<int64_t, int64_t>>{{16, 32}}
             : std::vector<std::pair<int64_t, int64_t>>{{32, 16}, {16, 32}, {16, 160}, {24, 80},
                                                        {40, 40}, {64, 56}, {96, 28},  {256, 14}};
+    constexpr int64_t kFewChannels = 16;
     for (const auto& [channels, side] : shapes) {
-      const auto conv_seconds = [&](bool in, bool out) {
-        OpBench bench(device_, conv_in_layout({1, channels, side, side, 1, 1}, false, in, out));
+      // The reorder's side has `channels`, the other few.
+      const auto conv_seconds = [&](bool input, bool in, bool out) {
+        OpBench bench(device_, input ? pointwise_in_layout(channels, kFewChannels, side, in, out)
+                                     : pointwise_in_layout(kFewChannels, channels, side, in, out));
         return bench.per_node_seconds(repetition).at(1);
       };
       const double bytes = 4.0 * static_cast<double>(channels * side * side);
       const std::string shape = joined({1, channels, side, side});
       for (const bool input : {true, false}) {
         const std::optional<double> extra = plausible_extra(bytes, [&] {
-          return (input ? conv_seconds(false, true) : conv_seconds(true, false)) -
-                 conv_seconds(true, true);
+          return (input ? conv_seconds(true, false, true) : conv_seconds(false, true, false)) -
+                 conv_seconds(input, true, true);
         });
         const std::string name = std::string("conv reorder ") + (input ? "in " : "out ") + shape;
+        const std::string few = std::to_string(kFewChannels) + " channels";
         const std::string method =
-            "a 1x1 Conv of " + shape + " with its " + (input ? "input" : "output") + " NCHW" +
-            (input ? std::string(" (written by a Neg)") : std::string()) +
-            " less the same with both sides channels-last, bytes / time, " + median_note();
+            (input ? "a 1x1 Conv of " + shape + " to " + few + ", its input NCHW (written by a Neg)"
+                   : "a 1x1 Conv of " + few + " to " + shape + ", its output NCHW") +
+            ", less the same with both sides channels-last, bytes / time, " + median_note();
         if (!extra) {
           record(name, 0, "B/s", method + kStalled);
           continue;
