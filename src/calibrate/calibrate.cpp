@@ -174,6 +174,9 @@ class Suite {
     const double after = speed_reference("at the end");
     const double change = after / before;
     contention_log().speed_change = change;
+    const auto [fastest, slowest] =
+        std::minmax_element(reference_timings_.begin(), reference_timings_.end());
+    contention_log().speed_spread = *slowest / *fastest;
     profile_.speed_drift =
         measured(std::max(change, 1 / change) - 1,
                  "the speed references at the calibration's start and end, the larger of their "

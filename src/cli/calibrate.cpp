@@ -113,6 +113,7 @@ nlohmann::json to_json(const CalibrationProfile& profile, const std::string& pat
             {"contended", quietness.contention.contended},
             {"unsettled", quietness.contention.unsettled},
             {"speed_change", quietness.contention.speed_change},
+            {"speed_spread", quietness.contention.speed_spread},
             {"remeasured", quietness.contention.remeasured},
             {"team_on_distinct_cores",
              quietness.contention.team_on_distinct_cores
@@ -258,13 +259,13 @@ int calibrate_command(const CalibrateOptions& options) {
                  "measured again (each kept its faster timing)\n",
                  contention.remeasured);
   }
-  if (contention.speed_change > calibrate::kSpeedChangeWarning ||
-      contention.speed_change < 1 / calibrate::kSpeedChangeWarning) {
+  if (contention.speed_spread > calibrate::kSpeedChangeWarning) {
     std::fprintf(stderr,
                  "warning: the machine's speed changed while calibrating: the same product took "
-                 "%.2fx as long at the end as at the start, so the figures were measured at "
-                 "different speeds; calibrate again when the machine is steadier\n",
-                 contention.speed_change);
+                 "%.2fx as long at the end as at the start, and its slowest timing was %.2fx its "
+                 "fastest, so the figures were measured at different speeds; calibrate again "
+                 "when the machine is steadier\n",
+                 contention.speed_change, contention.speed_spread);
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

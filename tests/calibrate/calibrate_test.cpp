@@ -180,6 +180,11 @@ TEST(Calibrate, QuickGivesPlausibleFiguresInSeconds) {
     if (row.name.starts_with("speed reference ")) timings.push_back(row.value);
   EXPECT_EQ(timings.size(), 5u);  // the start, three between benchmarks, the end
   EXPECT_NEAR(profile.speed_reference.value, median(timings), 1e-15);
+  // The slowest over the fastest is the spread the CLI warns of; it holds the start and end's.
+  EXPECT_DOUBLE_EQ(contention_log().speed_spread,
+                   *std::max_element(timings.begin(), timings.end()) /
+                       *std::min_element(timings.begin(), timings.end()));
+  EXPECT_GE(contention_log().speed_spread, std::max(change, 1 / change));
 
   EXPECT_GT(profile.figures.matrix_flops[kFp32].value, 1e9 * kFloor);  // > 1 GFLOP/s
   EXPECT_GT(profile.figures.memory_bandwidth.value, 1e9 * kFloor);     // > 1 GB/s
