@@ -202,10 +202,13 @@ class CalibratePjrt(unittest.TestCase):
             # Products split across XLA's threads are timed in chains, which leave out the
             # threads' wake: no estimate of it subtracted, so no point faster than it can be
             # (a lone 128^3 less a wake measured apart once came out at 2.4x 256^3's rate).
+            # Below 2x, not 1.5x: on a shared VM a product runs at one of two speeds a quarter-
+            # second at a time (a 256^3 one in ~100 or ~125 us), and a 128^3 chain timed fast
+            # beside a 256^3 point timed slow came out at 1.51x under a full ctest run.
             rates = {m["name"]: m for m in report["measurements"] if m["name"].startswith("gemm")}
             self.assertIn("chain", rates["gemm 128x128x128"]["method"])
             self.assertLess(rates["gemm 128x128x128"]["value"],
-                            1.5 * rates["gemm 256x256x256"]["value"])
+                            2.0 * rates["gemm 256x256x256"]["value"])
             figures = {k: f["value"] for k, f in report["figures"].items() if f}
             self.assertGreater(figures["matrix_fp32_flops_per_s"], 1e8)
             self.assertLess(figures["matrix_fp32_flops_per_s"], 1e13)  # no fantastic peaks
