@@ -214,15 +214,15 @@ class Suite {
       // that the rates can leave it out. Compiled programs have no view steps or Loops.
       program_overhead();
       gemm_curve();
-      speed_reference("after the GEMM curve");
+      speed_reference("after GEMMs");
       convolution_curve();
       bandwidth_curve();
       weight_curve();
-      speed_reference("after the weight curve");
+      speed_reference("after weights");
       conv_weight_curve();
       streamed_conv_point();
       streamed_product_point();
-      speed_reference("after the streamed points");
+      speed_reference("after streaming");
       compiled_depthwise_curve();
       vector_throughput();
       return;
@@ -231,7 +231,7 @@ class Suite {
     // that every kernel time below leaves it out.
     if (eager_accelerator()) dispatch_overhead();
     gemm_curve();
-    speed_reference("after the GEMM curve");
+    speed_reference("after GEMMs");
     // oneDNN's convolutions run the CPU's GEMM kernels (and a lone one's time includes reorders
     // priced apart): recorded alone. Another eager backend's (cuDNN's) are a curve of their own.
     if (chooses_layouts_)
@@ -241,11 +241,11 @@ class Suite {
     bandwidth_curve();
     if (!eager_accelerator()) dispatch_overhead();  // before the rates below, which exclude it
     weight_curve();
-    speed_reference("after the weight curve");
+    speed_reference("after weights");
     conv_weight_curve();
     streamed_conv_point();
     streamed_product_point();
-    speed_reference("after the streamed points");
+    speed_reference("after streaming");
     depthwise_curves();
     reorder_curves();
     product_output_reads();
