@@ -164,10 +164,10 @@ class Suite {
         repetition_(repetition_for(options)),
         chooses_layouts_(dynamic_cast<cpu::CpuDevice*>(&device) != nullptr) {}
 
-  // Every benchmark, between two timings of one product: on a VM other tenants can change the
-  // machine's speed by tens of percent within minutes (a 512^3 GEMM took 1.01 ms in one
-  // calibration and 1.03-1.68 ms in the five minutes after it), and the figures between
-  // them are then at different speeds.
+  // Every benchmark, between timings of one product (at the start, three between benchmarks,
+  // at the end): on a VM other tenants can change the machine's speed by tens of percent within
+  // minutes (a 512^3 GEMM took 1.01 ms in one calibration and 1.03-1.68 ms in the five minutes
+  // after it), and the figures between them are then at different speeds.
   void run() {
     const double before = speed_reference("at the start");
     benchmarks();
@@ -176,7 +176,6 @@ class Suite {
     contention_log().speed_change = change;
     const auto [fastest, slowest] =
         std::minmax_element(reference_timings_.begin(), reference_timings_.end());
-    contention_log().speed_spread = *slowest / *fastest;
     // The planner's margin: how far the machine's speed moved, the middle of the calibration
     // included (a one-thread calibration timed 161.7 and 162.7 us first and last, 184-199
     // between).
@@ -194,7 +193,7 @@ class Suite {
 
  private:
   // A 256^3 product's run time through the executor (dispatch and, on a compiled device, the
-  // program's fixed cost included: the same both times).
+  // program's fixed cost included: the same every time).
   // Timed at the start, the end and between benchmarks: a quarter-second window of it lies
   // 10% from its median in a typical window on a shared VM (bench/machine_steadiness.py), so the
   // profile keeps the median of all of them as its speed.

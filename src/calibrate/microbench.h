@@ -35,9 +35,6 @@ struct ContentionLog {
   // not measured): other tenants of a VM change its speed over minutes, and the figures
   // measured in between were measured at different speeds.
   double speed_change = 1;
-  // The slowest of the speed reference's timings through the calibration over the fastest (1
-  // when not measured): a stretch in the middle moves it too.
-  double speed_spread = 1;
   int remeasured = 0;  // curve points measured again, out of order with their neighbours
   // Whether the kernels' threads each kept to a core of their own while measured: unset where
   // that was not tried (one thread, or not one thread per core), false where a move was refused.

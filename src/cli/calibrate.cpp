@@ -76,6 +76,10 @@ std::string render(const CalibrationProfile& profile, const std::string& path, s
   return text + format("\nwrote %s in %.1f s\n", path.c_str(), seconds);
 }
 
+// The slowest of the speed reference's timings through the calibration over the fastest: the
+// profile's drift is that less 1.
+double speed_spread(const CalibrationProfile& profile) { return 1 + profile.speed_drift.value; }
+
 // How busy the machine was while calibrating: other processes' cores, contended measurements.
 struct Quietness {
   double others_cores = 0;
@@ -113,7 +117,7 @@ nlohmann::json to_json(const CalibrationProfile& profile, const std::string& pat
             {"contended", quietness.contention.contended},
             {"unsettled", quietness.contention.unsettled},
             {"speed_change", quietness.contention.speed_change},
-            {"speed_spread", quietness.contention.speed_spread},
+            {"speed_spread", speed_spread(profile)},
             {"remeasured", quietness.contention.remeasured},
             {"team_on_distinct_cores",
              quietness.contention.team_on_distinct_cores
@@ -259,13 +263,13 @@ int calibrate_command(const CalibrateOptions& options) {
                  "measured again (each kept its faster timing)\n",
                  contention.remeasured);
   }
-  if (contention.speed_spread > calibrate::kSpeedChangeWarning) {
+  if (speed_spread(profile) > calibrate::kSpeedChangeWarning) {
     std::fprintf(stderr,
                  "warning: the machine's speed changed while calibrating: the same product took "
                  "%.2fx as long at the end as at the start, and its slowest timing was %.2fx its "
                  "fastest, so the figures were measured at different speeds; calibrate again "
                  "when the machine is steadier\n",
-                 contention.speed_change, contention.speed_spread);
+                 contention.speed_change, speed_spread(profile));
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
