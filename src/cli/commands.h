@@ -54,6 +54,9 @@ struct RunOptions : ModelOptions {
   std::string trace;      // write the measured timeline here (Chrome trace events)
   std::string report;     // write an HTML report: the predicted timeline above the measured one
   bool failover = false;  // when a device fails, re-plan onto the others and finish
+  // With --cluster and auto: a split of the machine's cores is tried against the machine as one
+  // device before the timed runs, and the faster runs (false: the predicted plan runs).
+  bool trial = true;
   // With --cluster: fold the run's measured op times into the profiles its devices name.
   bool calibrate_from_run = false;
   std::vector<std::string> rank_hosts;  // under mpirun: the cluster host of each rank, in order

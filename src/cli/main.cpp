@@ -203,6 +203,9 @@ int main(int argc, char** argv) {
                      "plan prices those ops as they ran");
   run_verb->add_flag("--failover", run.failover,
                      "with --cluster: when a device fails, re-plan onto the others and finish");
+  run_verb->add_flag("!--no-trial", run.trial,
+                     "with --cluster and auto: run the predicted plan, without first trying a "
+                     "split of the machine's cores against the machine as one device");
   run_verb
       ->add_option("--rank-hosts", run.rank_hosts,
                    "under mpirun: the cluster host each rank runs, in rank order (default: by "

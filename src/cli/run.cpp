@@ -124,9 +124,11 @@ void check_options(const RunOptions& options) {
     throw InputError("run", "model is required (or --plan PLAN.json, which names its model)");
   if (options.cluster.empty() &&
       (!options.trace.empty() || !options.report.empty() || options.failover ||
-       !options.strategy.empty() || options.microbatches != 1 || options.calibrate_from_run))
+       !options.strategy.empty() || options.microbatches != 1 || options.calibrate_from_run ||
+       !options.trial))
     throw InputError(
-        "--strategy, --microbatches, --trace, --report, --failover and --calibrate-from-run",
+        "--strategy, --microbatches, --trace, --report, --failover, --calibrate-from-run and "
+        "--no-trial",
         "need --cluster (or --plan)");
   if (!options.plan.empty() && !options.strategy.empty())
     throw InputError("--plan and --strategy", "give one: a plan file, or a strategy to plan with");

@@ -119,13 +119,13 @@ struct CalibrationProfile {
   //   it prices an iteration as a subgraph run.
   Figure loop_iteration_overhead;
   // How far the machine's speed moved while it was calibrated: a 256^3 product timed at the
-  // calibration's start and its end, the larger of the two ratios less 1 (0.27: one run took
-  // 27% longer than the other). Its figures carry that much of the machine's phase, so that a
-  // plan predicted faster by less is not told apart from the one it beats
-  // (PlanningProblem::split_margin). Absent in older profiles.
+  // calibration's start, three times between benchmarks and at its end, the slowest over the
+  // fastest less 1 (0.27: one took 27% longer than another). Its figures carry that much of the
+  // machine's phase, so that a plan predicted faster by less is not told apart from the one it
+  // beats (PlanningProblem::split_margin). Absent in older profiles.
   Figure speed_drift;
-  // That product's time: the mean of its two timings. `tandem run --cluster` times it again on
-  // the device after its runs and says how far the machine's speed has moved since. Absent in
+  // That product's time: the median of its five timings. `tandem run --cluster` times it again
+  // on the device after its runs and says how far the machine's speed has moved since. Absent in
   // older profiles.
   Figure speed_reference;
   // A device with memory of its own: the fixed time of one copy between it and its host, as a

@@ -29,15 +29,15 @@ std::string options_refusal(const PlanOptions& options, const Cluster& view) {
 
 }  // namespace
 
-std::optional<PlannedCluster> compare_whole_machine(const PlanningProblem& given,
-                                                    const WholeMachineView& view, Plan& plan) {
-  const std::string not_compared = "; the machine as one device not compared: ";
+std::optional<WholeMachinePlan> plan_whole_machine(const PlanningProblem& given,
+                                                   const WholeMachineView& view,
+                                                   std::string& why_not) {
   if (!view.cluster) {
-    if (!view.why_not.empty()) plan.reason += not_compared + view.why_not;
+    why_not = view.why_not;
     return std::nullopt;
   }
-  if (const std::string why = options_refusal(given.options(), *view.cluster); !why.empty()) {
-    plan.reason += not_compared + why;
+  if (std::string why = options_refusal(given.options(), *view.cluster); !why.empty()) {
+    why_not = std::move(why);
     return std::nullopt;
   }
   PlannedCluster whole;
@@ -46,34 +46,50 @@ std::optional<PlannedCluster> compare_whole_machine(const PlanningProblem& given
     whole.problem = std::make_unique<PlanningProblem>(*given.graph(), whole.cost->cluster(),
                                                       *whole.cost, given.options());
   } catch (const InputError& error) {  // a problem the view cannot pose (an op none of it runs)
-    plan.reason += not_compared + error.subject() + ": " + error.what();
+    why_not = error.subject() + ": " + error.what();
     return std::nullopt;
   }
-  std::optional<Plan> whole_plan =
-      make_strategy("auto", whole.cost->cluster())->plan(*whole.problem);
-  const std::string whole_text = whole_plan
-                                     ? objective_text(*whole.problem, *whole_plan) +
-                                           " on the machine as one device, " + merged_names(view)
-                                     : "";
+  std::optional<Plan> plan = make_strategy("auto", whole.cost->cluster())->plan(*whole.problem);
+  // No plan there, or none that meets the objective (a cost's latency limit).
+  if (!plan || objective_score(*whole.problem, *plan) >= kInfinity) {
+    why_not = "no plan fits " + merged_names(view);
+    return std::nullopt;
+  }
+  return WholeMachinePlan{std::move(whole), std::move(*plan)};
+}
+
+std::string whole_machine_text(const WholeMachinePlan& whole, const WholeMachineView& view) {
+  return objective_text(*whole.planned.problem, whole.plan) + " on the machine as one device, " +
+         merged_names(view);
+}
+
+std::optional<PlannedCluster> compare_whole_machine(const PlanningProblem& given,
+                                                    const WholeMachineView& view, Plan& plan,
+                                                    std::optional<WholeMachinePlan>* beaten) {
+  std::string why_not;
+  std::optional<WholeMachinePlan> whole = plan_whole_machine(given, view, why_not);
+  if (!whole) {
+    if (!why_not.empty()) plan.reason += "; the machine as one device not compared: " + why_not;
+    return std::nullopt;
+  }
+  const std::string whole_text = whole_machine_text(*whole, view);
   const double given_score = objective_score(given, plan);
-  const double whole_score = whole_plan ? objective_score(*whole.problem, *whole_plan) : kInfinity;
+  const double whole_score = objective_score(*whole->planned.problem, whole->plan);
   const double margin =
-      whole_plan ? std::max(given.split_margin(plan), whole.problem->split_margin(*whole_plan))
-                 : given.options().split_margin;
-  // No plan there, or none that meets the objective (a cost's latency limit): the given stands.
-  if (whole_score >= kInfinity || given_score * (1 + margin) < whole_score) {
-    plan.reason += whole_plan ? "; against " + whole_text
-                              : not_compared + "no plan fits " + merged_names(view);
+      std::max(given.split_margin(plan), whole->planned.problem->split_margin(whole->plan));
+  if (given_score * (1 + margin) < whole_score) {
+    plan.reason += "; against " + whole_text;
+    if (beaten) *beaten = std::move(whole);
     return std::nullopt;
   }
   const bool within_margin = given_score < whole_score;
-  whole_plan->reason =
+  whole->plan.reason =
       "predicted " + whole_text + ", against " + objective_text(given, plan) + " (" +
       (plan.chosen.empty() ? plan.strategy : plan.chosen) + " on the devices as given" +
       (within_margin ? ", better by less than the " + margin_text(given.options(), margin) : "") +
-      "); " + whole_plan->reason;
-  plan = std::move(*whole_plan);
-  return whole;
+      "); " + whole->plan.reason;
+  plan = std::move(whole->plan);
+  return std::move(whole->planned);
 }
 
 bool names_whole_machine(const std::string& strategy, const Cluster& given,

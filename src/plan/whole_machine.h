@@ -19,14 +19,30 @@ struct PlannedCluster {
   std::unique_ptr<PlanningProblem> problem;
 };
 
+// Auto's plan on the cluster's whole-machine view, with the same graph and options as `given`,
+// and the view's cost model and problem it was made on; nullopt where the view cannot be planned,
+// `why_not` saying why (no view, options that pin ops to or exclude a device it merges, an op
+// none of it runs, no plan that fits).
+struct WholeMachinePlan {
+  PlannedCluster planned;
+  Plan plan;
+};
+std::optional<WholeMachinePlan> plan_whole_machine(const PlanningProblem& given,
+                                                   const WholeMachineView& view,
+                                                   std::string& why_not);
+// "<objective> on the machine as one device, <merged devices>", for plans' reasons.
+std::string whole_machine_text(const WholeMachinePlan& whole, const WholeMachineView& view);
+
 // After `auto` made `plan` for `given`: plans `auto` on the cluster's whole-machine view with the
 // same graph and options, and compares the two on the objective. Unless `plan` is better by more
 // than PlanOptions::split_margin, returns the view's problem and
 // replaces `plan` with its plan; else returns nullopt and `plan` stands. Either way the plan's
 // reason says what it was compared with, or why the view was not compared (its hosts cannot merge,
-// ops are pinned to or exclude a device it merges).
-std::optional<PlannedCluster> compare_whole_machine(const PlanningProblem& given,
-                                                    const WholeMachineView& view, Plan& plan);
+// ops are pinned to or exclude a device it merges). Where `plan` stands against a plan on the
+// view, that plan goes to `beaten` (tandem run tries the two).
+std::optional<PlannedCluster> compare_whole_machine(
+    const PlanningProblem& given, const WholeMachineView& view, Plan& plan,
+    std::optional<WholeMachinePlan>* beaten = nullptr);
 
 // Whether `strategy` is `single:<id>` for a device of the view that the cluster as given lacks:
 // a plan on the machine as one device, asked for by name.

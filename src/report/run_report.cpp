@@ -138,12 +138,25 @@ std::string render_speed_checks(const std::vector<SpeedCheck>& checks) {
          text;
 }
 
+// Auto's trial: a row per plan tried, the one that ran marked.
+std::string render_trial(const std::vector<ClusterRunFigures::Tried>& trial) {
+  if (trial.empty()) return "";
+  Table table({"tried before the timed runs, in turns", "median run", "predicted", ""});
+  for (const ClusterRunFigures::Tried& tried : trial) {
+    table.add_row({tried.plan + (tried.whole_machine ? " (the machine as one device)"
+                                                     : " (the devices as given)"),
+                   seconds_text(tried.measured_seconds), seconds_text(tried.predicted_seconds),
+                   tried.kept ? "ran" : ""});
+  }
+  return table.render();
+}
+
 std::string render_cluster(const RunReport& report, const LatencyStats& stats) {
   const ClusterRunFigures& cluster = *report.cluster;
   std::string strategy = cluster.strategy;
   if (!cluster.chosen.empty() && cluster.chosen != cluster.strategy)
     strategy += " (chose " + cluster.chosen + ")";
-  std::string text = cluster.failover;
+  std::string text = cluster.failover + render_trial(cluster.trial);
   text +=
       format("plan        %s: %zu segments, %zu transfers, %d micro-batch(es); prepared in %s\n",
              strategy.c_str(), cluster.segments, cluster.transfers,
@@ -242,6 +255,15 @@ nlohmann::json cluster_json(const ClusterRunFigures& cluster) {
   }
   json["speed_checks"] = speeds;
   if (!cluster.failover.empty()) json["failover"] = cluster.failover;
+  nlohmann::json trial = nlohmann::json::array();
+  for (const ClusterRunFigures::Tried& tried : cluster.trial) {
+    trial.push_back({{"plan", tried.plan},
+                     {"cluster_view", tried.whole_machine ? "whole machine" : "as given"},
+                     {"measured_s", tried.measured_seconds},
+                     {"predicted_s", tried.predicted_seconds},
+                     {"kept", tried.kept}});
+  }
+  json["trial"] = trial;
   if (cluster.ranks > 0) {
     nlohmann::json links = nlohmann::json::array();
     for (const ClusterRunFigures::HostLink& link : cluster.host_links) {

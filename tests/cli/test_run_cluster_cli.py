@@ -355,6 +355,55 @@ class RunCluster(unittest.TestCase):
             self.assertEqual(result.returncode, 0, result.stderr)
             self.assertEqual(json.loads(result.stdout)["plan"]["strategy"], "single:local.cpu")
 
+    def test_auto_tries_its_split_against_the_machine_as_one_device_and_runs_the_faster(self):
+        # One core priced 50 TFLOP/s by hand: auto splits off that core, predicted far faster
+        # than the two cores as one device. The run tries both and keeps whichever ran faster.
+        fast = ("{id: cpu0, preset: cpu-generic-avx2, host: h, backend: cpu, cores: 1, figures: "
+                "{matrix: {fp32: 50 TFLOP/s}, vector: {fp32: 5 TFLOP/s}, "
+                "memory_bandwidth: 2 TB/s, launch_overhead: 10 ns}}")
+        slow = "{id: cpu1, preset: cpu-generic-avx2, host: h, backend: cpu, cores: 1}"
+        with tempfile.TemporaryDirectory() as folder:
+            cluster = self.cluster_file(folder, [fast, slow])
+            tried = tandem("run", *model_args("resnet"), "--cluster", cluster, "--iterations",
+                           "2", "--json")
+            self.assertEqual(tried.returncode, 0, tried.stderr)  # --expect: ORT's outputs
+            plan = json.loads(tried.stdout)["plan"]
+            trial = plan["trial"]
+            self.assertEqual([(t["plan"], t["cluster_view"]) for t in trial],
+                             [("single:cpu0", "as given"), (trial[1]["plan"], "whole machine")])
+            self.assertLess(trial[0]["predicted_s"] * 2, trial[1]["predicted_s"])
+            for t in trial:
+                self.assertGreater(t["measured_s"], 0)
+            kept = [t for t in trial if t["kept"]]
+            self.assertEqual(kept, [min(trial, key=lambda t: t["measured_s"])])
+            self.assertEqual(plan["chosen"], kept[0]["plan"])
+            self.assertEqual([d["id"] for d in plan["devices"]],
+                             ["h.cpu"] if kept[0]["cluster_view"] == "whole machine"
+                             else ["cpu0", "cpu1"])
+            # The table names both, and marks the one that ran.
+            table = tandem("run", *model_args("resnet"), "--cluster", cluster, "--iterations", "1")
+            self.assertEqual(table.returncode, 0, table.stderr)
+            self.assertRegex(table.stdout, r"single:cpu0 \(the devices as given\) +[0-9.]+ [mu]?s")
+            self.assertRegex(table.stdout, r"\(the machine as one device\) +[0-9.]+ [mu]?s")
+            self.assertEqual(len(re.findall(r" ran\n", table.stdout)), 1, table.stdout)
+            # --no-trial runs the predicted plan.
+            predicted = tandem("run", *model_args("resnet"), "--cluster", cluster, "--iterations",
+                               "1", "--json", "--no-trial")
+            self.assertEqual(predicted.returncode, 0, predicted.stderr)
+            plan = json.loads(predicted.stdout)["plan"]
+            self.assertEqual((plan["chosen"], plan["trial"]), ("single:cpu0", []))
+        # Nothing to try where auto took the machine as one device, or with another strategy.
+        for strategy in ([], ["--strategy", "data-parallel"]):
+            result = tandem("run", *model_args("resnet"), *SPLIT, *strategy, "--json")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            plan = json.loads(result.stdout)["plan"]
+            if not strategy and plan["devices"][0]["id"] != "local.cpu":
+                continue  # the split won by the margin: tried, which the test above covers
+            self.assertEqual(plan["trial"], [])
+        result = tandem("run", *model_args("mlp"), "--no-trial")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("need --cluster", result.stderr)
+
     def test_single_device_run_is_unchanged(self):
         result = tandem("run", *model_args("mlp"), "--iterations", "1")
         self.assertEqual(result.returncode, 0, result.stderr)
