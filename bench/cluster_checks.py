@@ -1,6 +1,8 @@
 """Every run checks its prediction: each zoo model on each example cluster this machine can run,
 calibrated, `tandem run --cluster` with `auto`, measured latency beside predicted, the segments
-off by more than 25%, and auto's plan against the whole machine as one device.
+off by more than 25%, and auto's plan against the whole machine as one device (where auto keeps
+a split, `tandem run` tries it against the machine as one device first: the summary counts the
+cells it tried and those where the machine as one device ran faster and ran instead).
 
 The example clusters name presets; here each device gets a profile measured on this machine
 first (`tandem calibrate`: 1 thread for a device of one core, every core for a device without
@@ -140,6 +142,11 @@ def run_on(tandem, zoo, entry, cluster, iterations):
             "fast_phase_s": fast[(len(fast) - 1) // 10],
             "predicted_s": plan["predicted_latency_s"],
             "chosen": plan["chosen"],
+            # auto's split tried against the machine as one device before the timed runs, and
+            # whether the machine as one device ran faster there (then it is the plan that ran)
+            "tried": bool(plan["trial"]),
+            "trial_took_whole_machine": any(t["kept"] and t["cluster_view"] == "whole machine"
+                                            for t in plan["trial"]),
             # auto's plan is the machine as one device: the same work as local.yaml's run
             "whole_machine": [d["id"] for d in plan["devices"]] in (["cpu0"], ["local.cpu"]),
             "segments": len(plan["segment_checks"]),
@@ -246,6 +253,9 @@ def main():
                          "whole_machine_ms": whole_ms,
                          "speed_now_over_calibrated": speed,
                          "whole_machine_plan": last["whole_machine"],
+                         "rounds_tried": sum(1 for c in cells if c["tried"]),
+                         "rounds_trial_took_whole_machine": sum(
+                             1 for c in cells if c["trial_took_whole_machine"]),
                          # a split auto chose over the machine as one device, measured slower
                          "slower_than_whole_machine": whole_ms is not None and name != "local"
                          and not last["whole_machine"]
@@ -277,6 +287,11 @@ def main():
         "split_cells": sum(1 for r in ok if r["cluster"] != "local"),
         "auto_chose_whole_machine": sum(1 for r in ok
                                         if r["cluster"] != "local" and r["whole_machine_plan"]),
+        # cells where a round tried auto's split against the machine as one device, and where
+        # a round's trial found the machine as one device faster and ran it
+        "cells_tried": sum(1 for r in ok if r["rounds_tried"]),
+        "cells_trial_took_whole_machine": sum(1 for r in ok
+                                              if r["rounds_trial_took_whole_machine"]),
         "calibrations": calibrations,
         # cells where every device's speed reference held within 10% of its calibration (run
         # --cluster's speed checks), and their errors, beside the cells where it moved
@@ -293,7 +308,9 @@ def main():
                 print(f"| {r['model']} | {r['cluster']} | failed: {r['error']} | | | | | | | | | | |")
                 continue
             slower = " (slower)" if r["slower_than_whole_machine"] else ""
-            print(f"| {r['model']} | {r['cluster']} | {r['chosen']} | {r['measured_ms']:.3f}"
+            tried = (f" (tried in {r['rounds_tried']} of {args.rounds} rounds; the whole machine "
+                     f"ran in {r['rounds_trial_took_whole_machine']})" if r["rounds_tried"] else "")
+            print(f"| {r['model']} | {r['cluster']} | {r['chosen']}{tried} | {r['measured_ms']:.3f}"
                   f"{slower} | {r['predicted_ms']:.3f} | {100 * r['error']:+.1f}% | "
                   f"{r['fast_phase_ms']:.3f} | {100 * r['fast_phase_error']:+.1f}% | "
                   f"{r['predicted_without_ms']:.3f} | {100 * r['error_without']:+.1f}% | "
