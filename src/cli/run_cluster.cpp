@@ -102,9 +102,9 @@ struct TrialPlan {
 };
 
 // Each plan's median run as the trial measured it; the fastest is `kept`.
-std::vector<ClusterRunFigures::Tried> try_plans(const Graph& graph, const BatchSplit& split,
-                                                const std::vector<Tensor>& inputs,
-                                                const std::vector<TrialPlan>& plans) {
+std::vector<TriedPlan> try_plans(const Graph& graph, const BatchSplit& split,
+                                 const std::vector<Tensor>& inputs,
+                                 const std::vector<TrialPlan>& plans) {
   PlanExecutor::Options executor_options;
   executor_options.faults = faults_from_environment();
   std::vector<std::unique_ptr<PlanExecutor>> executors;
@@ -128,7 +128,7 @@ std::vector<ClusterRunFigures::Tried> try_plans(const Graph& graph, const BatchS
       turns[p].push_back(median(runs));
     }
   }
-  std::vector<ClusterRunFigures::Tried> tried;
+  std::vector<TriedPlan> tried;
   for (size_t p = 0; p < plans.size(); ++p) {
     const Plan& plan = plans[p].plan;
     tried.push_back({.plan = plan.chosen.empty() ? plan.strategy : plan.chosen,
@@ -341,7 +341,8 @@ void calibrate_from_run(const ClusterRun& run, const PlanningProblem& planned) {
 
 // The prediction the report draws above the measured run: the plan that ran, simulated.
 void write_report(const RunOptions& options, const ClusterRun& ran, const PlanningProblem& planned,
-                  const ImportedModel& model, const BatchSplit& split) {
+                  const ImportedModel& model, const BatchSplit& split,
+                  const std::vector<TriedPlan>& trial) {
   if (options.report.empty()) return;
   SimulationOptions simulation;
   simulation.record_timeline = true;
@@ -355,6 +356,7 @@ void write_report(const RunOptions& options, const ClusterRun& ran, const Planni
   html.measured = ran.timeline;
   html.segment_checks = check_segments(ran.plan, planned, ran.timeline);
   html.speed_checks = ran.speed_checks;
+  html.trial = trial;
   html.measured_source = display_path(options.cluster) + ": " +
                          std::to_string(ran.runs.latencies_seconds.size()) +
                          " timed run(s) after " + std::to_string(ran.runs.warmup_runs) + " warm-up";
@@ -446,8 +448,9 @@ RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
   std::string failed_over;  // the device a failover left behind
   std::optional<PlannedCluster> whole;
   const PlanningProblem* planned = &given;
+  std::vector<TriedPlan> trial;  // auto's split against the machine as one device, when tried
   const auto write_report = [&](const ClusterRun& ran, const PlanningProblem& on) {
-    cli::write_report(options, ran, on, model, split);
+    cli::write_report(options, ran, on, model, split, trial);
   };
 
   Plan plan = make_plan(options, given, options.strategy);
@@ -463,7 +466,6 @@ RunReport run_on_cluster(const RunOptions& options, const RunSchedule& schedule,
   // devices a whole-machine plan merged never start, unless they are tried.
   const bool progress = isatty(fileno(stderr)) && !options.json;
   std::vector<std::unique_ptr<Device>> devices = make_devices(planned->cluster(), progress);
-  std::vector<ClusterRunFigures::Tried> trial;
   try {
     if (beaten) {
       std::vector<std::unique_ptr<Device>> whole_devices =
@@ -837,7 +839,7 @@ std::optional<RunReport> run_on_ranks(RankWorld& ranks, const RunOptions& option
   run.timeline =
       distributed::merge_rank_timelines(rank_timelines, offsets, map.rank_of_device, ids);
   run.speed_checks = check_speeds(run.plan, *planned, devices);
-  write_report(options, run, *planned, model, split);
+  write_report(options, run, *planned, model, split, {});
   if (!options.trace.empty()) {
     run.timeline.source =
         "measured on " + std::to_string(world.size()) + " ranks (" + options.cluster + ")";

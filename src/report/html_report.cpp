@@ -344,6 +344,24 @@ std::string segment_checks_html(const std::vector<SegmentCheck>& checks) {
          rows + "</table>\n";
 }
 
+// The plans tried before the timed runs (class "trial"; data-kept on the one that ran).
+std::string trial_html(const std::vector<TriedPlan>& trial) {
+  if (trial.empty()) return "";
+  std::string rows;
+  for (const TriedPlan& tried : trial) {
+    rows += format("<tr%s><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
+                   tried.kept ? " data-kept" : "", escape(tried.plan).c_str(),
+                   tried.whole_machine ? "the machine as one device" : "the devices as given",
+                   seconds_text(tried.measured_seconds).c_str(),
+                   seconds_text(tried.predicted_seconds).c_str());
+  }
+  return "<h2>Tried before the timed runs</h2>\n<p>auto's split of the machine's cores against "
+         "the machine as one device, the two taking turns; the faster (marked) is the plan "
+         "above (in bold).</p>\n<table class=\"trial\"><tr><th>plan</th><th>on</th><th>median "
+         "run</th><th>predicted</th></tr>\n" +
+         rows + "</table>\n";
+}
+
 // Where the machine's speed moved since its devices were calibrated (class "speed", data-moved
 // on each such device's line), or that it held.
 std::string speed_checks_html(const std::vector<SpeedCheck>& checks) {
@@ -579,6 +597,7 @@ svg text { font-size: 11px; } .tick { fill: #555; } .axis-title { fill: #333; }
 .legend { margin: 6px 0 10px; } .key { margin-right: 16px; white-space: nowrap; }
 .key svg { vertical-align: middle; }
 tr.off td { background: #fde2e1; }
+tr[data-kept] td { font-weight: bold; }
 .memory { display: inline-block; margin: 4px 16px 8px 0; }
 #detail { position: fixed; top: 8px; right: 8px; background: #fffbe6; padding: 4px 8px;
           border: 1px solid #e0d080; display: none; }
@@ -668,6 +687,7 @@ std::string html_report(const HtmlReport& report) {
   if (!utilisation.empty()) html += "<h2>Utilisation</h2>\n" + utilisation;
   html += segment_checks_html(report.segment_checks);
   html += speed_checks_html(report.speed_checks);
+  html += trial_html(report.trial);
   html += "<h2>Memory over time</h2>\n" + memory_html(report, end);
   html += "<h2>Bytes moved between devices</h2>\n" + bytes_matrix(report);
   html += strategies_svg(report);

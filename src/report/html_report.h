@@ -55,6 +55,8 @@ struct HtmlReport {
   std::vector<SegmentCheck> segment_checks;
   // The devices' speed references timed after the run (run --cluster); empty: no paragraph.
   std::vector<SpeedCheck> speed_checks;
+  // The plans tried before the timed runs (run --cluster); empty: no section.
+  std::vector<TriedPlan> trial;
 };
 
 // One self-contained HTML file: inline CSS, inline SVG drawn here, a few lines of inline script

@@ -139,10 +139,10 @@ std::string render_speed_checks(const std::vector<SpeedCheck>& checks) {
 }
 
 // Auto's trial: a row per plan tried, the one that ran marked.
-std::string render_trial(const std::vector<ClusterRunFigures::Tried>& trial) {
+std::string render_trial(const std::vector<TriedPlan>& trial) {
   if (trial.empty()) return "";
   Table table({"tried before the timed runs, in turns", "median run", "predicted", ""});
-  for (const ClusterRunFigures::Tried& tried : trial) {
+  for (const TriedPlan& tried : trial) {
     table.add_row({tried.plan + (tried.whole_machine ? " (the machine as one device)"
                                                      : " (the devices as given)"),
                    seconds_text(tried.measured_seconds), seconds_text(tried.predicted_seconds),
@@ -256,7 +256,7 @@ nlohmann::json cluster_json(const ClusterRunFigures& cluster) {
   json["speed_checks"] = speeds;
   if (!cluster.failover.empty()) json["failover"] = cluster.failover;
   nlohmann::json trial = nlohmann::json::array();
-  for (const ClusterRunFigures::Tried& tried : cluster.trial) {
+  for (const TriedPlan& tried : cluster.trial) {
     trial.push_back({{"plan", tried.plan},
                      {"cluster_view", tried.whole_machine ? "whole machine" : "as given"},
                      {"measured_s", tried.measured_seconds},

@@ -61,16 +61,8 @@ struct ClusterRunFigures {
   int segments_run = 0, transfers_run = 0;   // in one run
   std::vector<SegmentCheck> segment_checks;  // every segment that ran, measured beside predicted
   std::string failover;                      // what failed and how the run went on, when it did
-  // `auto`'s split of a machine's cores tried against the machine as one device before the timed
-  // runs (`tandem run --cluster`): each plan's median run, the plans taking turns; the faster is
-  // the plan that ran (`kept`). Empty where nothing was tried.
-  struct Tried {
-    std::string plan;  // the strategy's choice
-    bool whole_machine = false;
-    double measured_seconds = 0, predicted_seconds = 0;
-    bool kept = false;
-  };
-  std::vector<Tried> trial;
+  // The plans tried before the timed runs; empty where nothing was tried.
+  std::vector<TriedPlan> trial;
   // Each device the plan ran on whose profile timed the speed reference: that reference timed
   // again after the runs, beside its time at calibration (the machine's speed then and now).
   std::vector<SpeedCheck> speed_checks;

@@ -25,6 +25,16 @@ struct SegmentCheck {
   bool off() const;              // |measured - predicted| > kSegmentOffFraction x predicted
 };
 
+// A plan run before the timed runs against another (`tandem run --cluster` tries auto's split of
+// a machine's cores against the machine as one device): its median run, the plans taking turns;
+// the faster is the plan that ran (`kept`).
+struct TriedPlan {
+  std::string plan;  // the strategy's choice
+  bool whole_machine = false;
+  double measured_seconds = 0, predicted_seconds = 0;
+  bool kept = false;
+};
+
 // How far a device's speed reference may move from its calibrated time before a run says the
 // machine's speed moved: the planner's default margin between two plans
 // (PlanOptions::split_margin).

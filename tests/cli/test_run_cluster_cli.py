@@ -380,9 +380,16 @@ class RunCluster(unittest.TestCase):
             self.assertEqual([d["id"] for d in plan["devices"]],
                              ["h.cpu"] if kept[0]["cluster_view"] == "whole machine"
                              else ["cpu0", "cpu1"])
-            # The table names both, and marks the one that ran.
-            table = tandem("run", *model_args("resnet"), "--cluster", cluster, "--iterations", "1")
+            # The table names both, and marks the one that ran; so does the HTML report.
+            html = os.path.join(folder, "report.html")
+            table = tandem("run", *model_args("resnet"), "--cluster", cluster, "--iterations", "1",
+                           "--report", html)
             self.assertEqual(table.returncode, 0, table.stderr)
+            with open(html) as f:
+                section = f.read().split('<table class="trial">')[1].split("</table>")[0]
+            self.assertEqual(section.count("<tr data-kept>"), 1, section)
+            self.assertIn("<td>single:cpu0</td><td>the devices as given</td>", section)
+            self.assertIn("<td>the machine as one device</td>", section)
             self.assertRegex(table.stdout, r"single:cpu0 \(the devices as given\) +[0-9.]+ [mu]?s")
             self.assertRegex(table.stdout, r"\(the machine as one device\) +[0-9.]+ [mu]?s")
             self.assertEqual(len(re.findall(r" ran\n", table.stdout)), 1, table.stdout)
