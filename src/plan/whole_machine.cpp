@@ -27,8 +27,9 @@ std::string options_refusal(const PlanOptions& options, const Cluster& view) {
   return "";
 }
 
-}  // namespace
-
+// Auto's plan on the view, with the same graph and options as `given`; nullopt where the view
+// cannot be planned, `why_not` saying why (no view, options that pin ops to or exclude a device
+// it merges, an op none of it runs, no plan that fits).
 std::optional<WholeMachinePlan> plan_whole_machine(const PlanningProblem& given,
                                                    const WholeMachineView& view,
                                                    std::string& why_not) {
@@ -58,10 +59,13 @@ std::optional<WholeMachinePlan> plan_whole_machine(const PlanningProblem& given,
   return WholeMachinePlan{std::move(whole), std::move(*plan)};
 }
 
+// "<objective> on the machine as one device, <merged devices>", for plans' reasons.
 std::string whole_machine_text(const WholeMachinePlan& whole, const WholeMachineView& view) {
   return objective_text(*whole.planned.problem, whole.plan) + " on the machine as one device, " +
          merged_names(view);
 }
+
+}  // namespace
 
 std::optional<PlannedCluster> compare_whole_machine(const PlanningProblem& given,
                                                     const WholeMachineView& view, Plan& plan,

@@ -19,19 +19,12 @@ struct PlannedCluster {
   std::unique_ptr<PlanningProblem> problem;
 };
 
-// Auto's plan on the cluster's whole-machine view, with the same graph and options as `given`,
-// and the view's cost model and problem it was made on; nullopt where the view cannot be planned,
-// `why_not` saying why (no view, options that pin ops to or exclude a device it merges, an op
-// none of it runs, no plan that fits).
+// Auto's plan on the cluster's whole-machine view, and the view's cost model and problem it was
+// made on.
 struct WholeMachinePlan {
   PlannedCluster planned;
   Plan plan;
 };
-std::optional<WholeMachinePlan> plan_whole_machine(const PlanningProblem& given,
-                                                   const WholeMachineView& view,
-                                                   std::string& why_not);
-// "<objective> on the machine as one device, <merged devices>", for plans' reasons.
-std::string whole_machine_text(const WholeMachinePlan& whole, const WholeMachineView& view);
 
 // After `auto` made `plan` for `given`: plans `auto` on the cluster's whole-machine view with the
 // same graph and options, and compares the two on the objective. Unless `plan` is better by more

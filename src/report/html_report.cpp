@@ -356,8 +356,8 @@ std::string trial_html(const std::vector<TriedPlan>& trial) {
                    seconds_text(tried.predicted_seconds).c_str());
   }
   return "<h2>Tried before the timed runs</h2>\n<p>auto's split of the machine's cores against "
-         "the machine as one device, the two taking turns; the faster (marked) is the plan "
-         "above (in bold).</p>\n<table class=\"trial\"><tr><th>plan</th><th>on</th><th>median "
+         "the machine as one device, the two taking turns; the faster, in bold, is the plan "
+         "that ran.</p>\n<table class=\"trial\"><tr><th>plan</th><th>on</th><th>median "
          "run</th><th>predicted</th></tr>\n" +
          rows + "</table>\n";
 }
